@@ -1,0 +1,50 @@
+// OpenSSL 3 headers, plus functions for what OpenSSL exposes only as macros.
+#ifndef STOCKROOM_COPENSSL_SHIM_H
+#define STOCKROOM_COPENSSL_SHIM_H
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/cms.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/objects.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs7.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+
+static inline STACK_OF(X509) *stockroom_sk_X509_new_null(void) {
+    return sk_X509_new_null();
+}
+
+static inline int stockroom_sk_X509_push(STACK_OF(X509) *stack, X509 *certificate) {
+    return sk_X509_push(stack, certificate);
+}
+
+/// Frees the stack and every certificate on it.
+static inline void stockroom_sk_X509_pop_free(STACK_OF(X509) *stack) {
+    sk_X509_pop_free(stack, X509_free);
+}
+
+static inline int stockroom_sk_X509_num(const STACK_OF(X509) *stack) {
+    return sk_X509_num(stack);
+}
+
+static inline X509 *stockroom_sk_X509_value(const STACK_OF(X509) *stack, int index) {
+    return sk_X509_value(stack, index);
+}
+
+static inline long stockroom_BIO_get_mem_data(BIO *bio, char **data) {
+    return BIO_get_mem_data(bio, data);
+}
+
+static inline void stockroom_OPENSSL_free(void *pointer) {
+    OPENSSL_free(pointer);
+}
+
+#endif

@@ -1,0 +1,65 @@
+import Foundation
+import Synchronization
+
+/// SHA-256 digests of content files, keyed by path and valid while the file's stamp (size,
+/// modification time, inode) is unchanged, so restarts and reloads skip re-hashing.
+///
+/// Kept in a JSON file written atomically (temp file + rename); a missing or unreadable cache
+/// file only means hashing again.
+public final class DigestCache: Sendable {
+    private struct Entry: Codable, Equatable {
+        var stamp: FileStamp
+        var sha256: String
+    }
+
+    private let file: String?
+    private let entries: Mutex<[String: Entry]>
+
+    /// A cache backed by `file`, or in memory only when `file` is nil.
+    public init(file: String?) {
+        self.file = file
+        var loaded: [String: Entry] = [:]
+        if let file, let data = FileManager.default.contents(atPath: file),
+            let decoded = try? JSONDecoder().decode([String: Entry].self, from: data)
+        {
+            loaded = decoded
+        }
+        self.entries = Mutex(loaded)
+    }
+
+    /// The digest of the file at `absolutePath`, from the cache when its stamp still matches,
+    /// else computed by reading the file in 1 MiB chunks. Blocking: call off the event loop.
+    public func digest(ofFileAt absolutePath: String, stamp: FileStamp) throws -> String {
+        if let entry = entries.withLock({ $0[absolutePath] }), entry.stamp == stamp {
+            return entry.sha256
+        }
+        let digest = try Self.hashFile(at: absolutePath)
+        entries.withLock { $0[absolutePath] = Entry(stamp: stamp, sha256: digest) }
+        return digest
+    }
+
+    /// Writes the cache file, keeping only `paths` (the files the catalogue still lists).
+    public func save(keeping paths: Set<String>) throws {
+        let snapshot = entries.withLock { entries in
+            entries = entries.filter { paths.contains($0.key) }
+            return entries
+        }
+        guard let file else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try AtomicFile.write(try encoder.encode(snapshot), to: file)
+    }
+
+    /// Lower-case hex SHA-256 of a file, read in bounded memory.
+    public static func hashFile(at path: String) throws -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: path])
+        }
+        defer { try? handle.close() }
+        var hasher = SHA256()
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            chunk.withUnsafeBytes { hasher.update($0) }
+        }
+        return ByteEncoding.hex(hasher.finalize())
+    }
+}

@@ -1,0 +1,82 @@
+public import HTTPTypes
+public import Hummingbird
+import Synchronization
+
+/// Turns a content file into an HTTP response: 200, 206 or 416 by `Range`/`If-Range`, with
+/// the strong ETag, `Accept-Ranges`, `Repr-Digest`, and a body streamed in bounded memory.
+///
+/// The download routes and the tests use it alike; it knows nothing of routing.
+public struct ContentResponder<Store: ContentStore>: Sendable {
+    public let store: Store
+
+    public init(store: Store) {
+        self.store = store
+    }
+
+    /// The response to `request` for `representation`, with `extraHeaders` added.
+    ///
+    /// `onFinish` runs once the body has been written or has failed (a client that went away),
+    /// with what was sent; it is not called for HEAD, whose body is never written.
+    public func response(
+        to request: HTTPRequest,
+        representation: ContentRepresentation,
+        extraHeaders: HTTPFields = [:],
+        onFinish: (@Sendable (DeliveryReport) async -> Void)? = nil
+    ) async throws -> Response {
+        let plan = ContentPlan(fields: request.headerFields, representation: representation)
+        let range: ClosedRange<Int64>?
+        let status: HTTPResponse.Status
+        switch plan {
+        case .unsatisfiable:
+            throw ContentError.rangeNotSatisfiable(size: representation.size)
+        case .whole:
+            status = .ok
+            range = representation.size > 0 ? 0...(representation.size - 1) : nil
+        case .partial(let partial):
+            status = .partialContent
+            range = partial
+        }
+        let prepared = try await store.prepare(representation)
+
+        var headers = extraHeaders
+        headers[.contentType] = representation.contentType
+        headers[.eTag] = representation.etag
+        headers[.acceptRanges] = "bytes"
+        headers[.reprDigest] = representation.reprDigest
+        if status == .partialContent, let range {
+            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(representation.size)"
+        }
+        let length = range.map { Int($0.upperBound - $0.lowerBound + 1) } ?? 0
+        let store = self.store
+        let body = ResponseBody(contentLength: length) { writer in
+            let sent = Atomic<Int64>(0)
+            do {
+                if let range {
+                    try await store.write(prepared, range: range, to: &writer) { count in
+                        sent.add(Int64(count), ordering: .relaxed)
+                    }
+                }
+                try await writer.finish(nil)
+                await onFinish?(DeliveryReport(range: range, bytesSent: sent.load(ordering: .relaxed), complete: true))
+            } catch {
+                await onFinish?(DeliveryReport(range: range, bytesSent: sent.load(ordering: .relaxed), complete: false))
+                throw error
+            }
+        }
+        return Response(status: status, headers: headers, body: body)
+    }
+}
+
+/// What one content response sent.
+public struct DeliveryReport: Sendable, Equatable {
+    /// The bytes that were to be sent; nil for an empty file.
+    public var range: ClosedRange<Int64>?
+    public var bytesSent: Int64
+    /// Whether the whole planned body was written.
+    public var complete: Bool
+}
+
+extension HTTPField.Name {
+    /// RFC 9530's digest of the whole representation.
+    public static let reprDigest = Self("Repr-Digest")!
+}

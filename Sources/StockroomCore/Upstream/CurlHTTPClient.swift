@@ -1,0 +1,176 @@
+import CCurl
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// The production `HTTPTransport`: libcurl easy handles, reused so connections stay alive,
+/// driven on a thread pool of their own because `curl_easy_perform` blocks.
+public final class CurlHTTPClient: HTTPTransport {
+    /// Limits applied to every request.
+    public struct Configuration: Sendable {
+        /// Time allowed to establish the TCP (and TLS) connection.
+        public var connectTimeout: Duration
+        /// Time allowed for the whole exchange, connection included.
+        public var totalTimeout: Duration
+        /// The largest response body accepted; more is an error, never a truncated answer.
+        public var maximumResponseBytes: Int
+
+        public init(connectTimeout: Duration = .seconds(5), totalTimeout: Duration = .seconds(15), maximumResponseBytes: Int = 4 << 20) {
+            self.connectTimeout = connectTimeout
+            self.totalTimeout = totalTimeout
+            self.maximumResponseBytes = maximumResponseBytes
+        }
+    }
+
+    public let configuration: Configuration
+    private let threadPool: NIOThreadPool
+    private let idleHandles = Mutex<[CurlEasyHandle]>([])
+
+    /// A client running its transfers on `threadPool` (by default a process-wide pool of 16
+    /// threads kept apart from file I/O, so slow upstreams cannot stall content streaming).
+    public init(configuration: Configuration = .init(), threadPool: NIOThreadPool = CurlHTTPClient.sharedThreadPool) {
+        self.configuration = configuration
+        self.threadPool = threadPool
+    }
+
+    /// Upstream calls block a thread each for up to the total timeout; 16 bound their concurrency.
+    public static let sharedThreadPool: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 16)
+        pool.start()
+        return pool
+    }()
+
+    public func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {
+        let result: Result<UpstreamResponse, UpstreamError>
+        do {
+            result = try await threadPool.runIfActive { self.perform(request) }
+        } catch {
+            throw .transport("the upstream thread pool is shut down")
+        }
+        return try result.get()
+    }
+
+    /// Runs one transfer on the calling (pool) thread.
+    private func perform(_ request: UpstreamRequest) -> Result<UpstreamResponse, UpstreamError> {
+        guard let handle = idleHandles.withLock({ $0.popLast() }) ?? CurlEasyHandle() else {
+            return .failure(.transport("libcurl could not create a handle"))
+        }
+        defer {
+            handle.reset()
+            idleHandles.withLock { if $0.count < 32 { $0.append(handle) } }
+        }
+        let sink = ResponseSink(limit: configuration.maximumResponseBytes)
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headerList) }
+        for (name, value) in request.headers {
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
+        // curl sends "Expect: 100-continue" before larger bodies, costing a round trip.
+        headerList = curl_slist_append(headerList, "Expect:")
+
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let code: CURLcode = errorBuffer.withUnsafeMutableBytes { errorBytes in
+            let sinkPointer = Unmanaged.passUnretained(sink).toOpaque()
+            _ = handle.set(CURLOPT_URL, request.url)
+            _ = handle.set(CURLOPT_NOSIGNAL, 1)
+            _ = handle.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
+            _ = handle.set(CURLOPT_TIMEOUT_MS, Int(configuration.totalTimeout.milliseconds))
+            _ = handle.set(CURLOPT_SSL_VERIFYPEER, 1)
+            _ = handle.set(CURLOPT_SSL_VERIFYHOST, 2)
+            _ = handle.set(CURLOPT_PROTOCOLS_STR, "http,https")
+            _ = handle.set(CURLOPT_FOLLOWLOCATION, 0)
+            _ = handle.set(CURLOPT_TCP_KEEPALIVE, 1)
+            _ = handle.set(CURLOPT_USERAGENT, "Stockroom/1")
+            _ = handle.set(CURLOPT_ERRORBUFFER, pointer: errorBytes.baseAddress)
+            _ = handle.set(CURLOPT_HTTPHEADER, list: headerList)
+            _ = stockroom_curl_setopt_write_function(handle.raw, ResponseSink.writeBody)
+            _ = handle.set(CURLOPT_WRITEDATA, pointer: sinkPointer)
+            _ = stockroom_curl_setopt_header_function(handle.raw, ResponseSink.writeHeader)
+            _ = handle.set(CURLOPT_HEADERDATA, pointer: sinkPointer)
+            switch request.method {
+            case .get: _ = handle.set(CURLOPT_HTTPGET, 1)
+            case .post, .put, .delete:
+                _ = handle.set(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+            }
+            guard let body = request.body else {
+                if request.method != .get { _ = handle.set(CURLOPT_POSTFIELDSIZE, 0); _ = handle.set(CURLOPT_POSTFIELDS, pointer: nil) }
+                return withExtendedLifetime(sink) { handle.perform() }
+            }
+            // POSTFIELDS is not copied: the bytes must outlive the (synchronous) perform.
+            return body.withUnsafeBytes { bytes in
+                _ = handle.set(CURLOPT_POSTFIELDSIZE, bytes.count)
+                _ = handle.set(CURLOPT_POSTFIELDS, pointer: UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+                return withExtendedLifetime(sink) { handle.perform() }
+            }
+        }
+        guard code == CURLE_OK else {
+            let message = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let detail = message.isEmpty ? String(validatingCString: curl_easy_strerror(code)) ?? "libcurl error \(code.rawValue)" : message
+            return .failure(Self.error(for: code, detail: detail, sink: sink))
+        }
+        return .success(UpstreamResponse(status: handle.info(CURLINFO_RESPONSE_CODE), headers: sink.headers, body: sink.body))
+    }
+
+    private static func error(for code: CURLcode, detail: String, sink: ResponseSink) -> UpstreamError {
+        switch code {
+        case CURLE_WRITE_ERROR where sink.exceeded: .responseTooLarge(limit: sink.limit)
+        case CURLE_OPERATION_TIMEDOUT: .timedOut(detail)
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: .connectionFailed(detail)
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
+            .tls(detail)
+        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL: .invalidRequest(detail)
+        default: .transport(detail)
+        }
+    }
+}
+
+/// Collects one response's headers and body for the C callbacks, refusing more than `limit` bytes.
+private final class ResponseSink {
+    let limit: Int
+    var body: [UInt8] = []
+    var headers: [String: String] = [:]
+    var exceeded = false
+
+    init(limit: Int) { self.limit = limit }
+
+    static let writeBody: curl_write_callback = { data, size, count, context in
+        let sink = Unmanaged<ResponseSink>.fromOpaque(context!).takeUnretainedValue()
+        let length = size * count
+        guard sink.body.count + length <= sink.limit else {
+            sink.exceeded = true
+            return 0  // anything but `length` makes curl stop with CURLE_WRITE_ERROR
+        }
+        if let data, length > 0 {
+            sink.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+        }
+        return length
+    }
+
+    static let writeHeader: curl_write_callback = { data, size, count, context in
+        let sink = Unmanaged<ResponseSink>.fromOpaque(context!).takeUnretainedValue()
+        let length = size * count
+        guard let data else { return length }
+        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+        if line.hasPrefix("HTTP/") {
+            sink.headers = [:]  // a new status line (after a 100 Continue) starts over
+        } else if let colon = line.firstIndex(of: ":") {
+            let name = line[..<colon].lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: [" ", "\t", "\r", "\n"])
+            sink.headers[name] = value
+        }
+        return length
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, at least 1 (libcurl reads 0 as "no timeout").
+    var milliseconds: Int64 {
+        max(1, components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000)
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: Set<Character>) -> String {
+        String(self.drop(while: { set.contains($0) }).reversed().drop(while: { set.contains($0) }).reversed())
+    }
+}

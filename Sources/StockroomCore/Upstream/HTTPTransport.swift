@@ -1,0 +1,65 @@
+/// Sends one HTTP request upstream (to Apple, or the simulator) and returns the whole answer.
+///
+/// A protocol so verification can be tested against any transport; production uses libcurl.
+public protocol HTTPTransport: Sendable {
+    func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse
+}
+
+/// An upstream request: small bodies only (receipts, JSON), sent whole.
+public struct UpstreamRequest: Sendable {
+    public enum Method: String, Sendable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE" }
+
+    public var method: Method
+    public var url: String
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]?
+
+    public init(method: Method, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// An upstream answer, whatever its status.
+public struct UpstreamResponse: Sendable {
+    public var status: Int
+    /// Header names lower-cased; the last value wins.
+    public var headers: [String: String]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [String: String] = [:], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// Why no upstream answer came back. All of these are transient from the caller's view
+/// except `invalidRequest`.
+public enum UpstreamError: Error, Equatable, CustomStringConvertible {
+    /// No connection could be made (refused, unreachable, name not resolved).
+    case connectionFailed(String)
+    /// The connect or total timeout ran out.
+    case timedOut(String)
+    /// The peer's certificate or the TLS handshake failed.
+    case tls(String)
+    /// The body grew past the configured cap.
+    case responseTooLarge(limit: Int)
+    /// The connection broke, or another transport failure.
+    case transport(String)
+    /// The request itself is unusable (a bad URL).
+    case invalidRequest(String)
+
+    public var description: String {
+        switch self {
+        case .connectionFailed(let detail): "could not connect upstream: \(detail)"
+        case .timedOut(let detail): "upstream timed out: \(detail)"
+        case .tls(let detail): "TLS failure upstream: \(detail)"
+        case .responseTooLarge(let limit): "upstream response exceeded \(limit) bytes"
+        case .transport(let detail): "upstream transport failure: \(detail)"
+        case .invalidRequest(let detail): "invalid upstream request: \(detail)"
+        }
+    }
+}

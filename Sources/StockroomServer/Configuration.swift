@@ -1,0 +1,57 @@
+public import Logging
+
+/// Everything `stockroom serve` needs, with the defaults of DESIGN.md.
+///
+/// Built once from flags and `STOCKROOM_*` variables by the executable; tests build it directly
+/// with port 0 and temporary folders.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    /// 0 picks a free port (tests).
+    public var port = 8080
+    /// The folder holding `products.json`.
+    public var catalogFolder = "catalog"
+    /// The folder content files are served from, and confined to.
+    public var contentFolder = "content"
+    /// The SQLite ledger.
+    public var databasePath = "stockroom.sqlite"
+    /// The app's bundle ID, which receipts must carry.
+    public var bundleID = "com.example.stockroom.demo"
+    /// Where receipts are verified.
+    public var upstream: UpstreamSetting = .simulator
+    /// How often the catalogue watcher looks for changed files.
+    public var catalogPollInterval: Duration = .seconds(1)
+    public var logLevel: Logger.Level = .info
+
+    public init() {}
+
+    /// The digest cache file, kept beside the ledger so the catalogue folder may stay read-only.
+    public var digestCachePath: String { databasePath + ".digests.json" }
+}
+
+/// Where upstream verification goes.
+public enum UpstreamSetting: Sendable, Equatable, CustomStringConvertible {
+    /// The App Store simulator, run in-process (the offline default).
+    case simulator
+    /// Apple's production and sandbox hosts.
+    case apple
+    /// One base URL for both verifyReceipt environments and the App Store Server API.
+    case url(String)
+
+    /// Parses `simulator`, `apple`, or an http(s) URL.
+    public init?(argument: String) {
+        switch argument {
+        case "simulator": self = .simulator
+        case "apple": self = .apple
+        case let url where url.hasPrefix("http://") || url.hasPrefix("https://"): self = .url(url)
+        default: return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .simulator: "simulator"
+        case .apple: "apple"
+        case .url(let url): url
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import Hummingbird
+import Prometheus
+
+/// `GET /healthz` (liveness, with the catalogue version served) and `GET /metrics` (Prometheus).
+struct HealthController<Context: RequestContext> {
+    let catalog: CatalogStore
+    let metrics: PrometheusCollectorRegistry
+
+    func addRoutes(to router: Router<Context>) {
+        router.get("healthz", use: health)
+        router.get("metrics", use: exposition)
+    }
+
+    @Sendable func health(_ request: Request, context: Context) async throws -> Response {
+        let current = catalog.catalog
+        let body = #"{"status":"ok","catalogVersion":"\#(current.version)","products":\#(current.products.count)}"#
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    @Sendable func exposition(_ request: Request, context: Context) async throws -> Response {
+        var buffer: [UInt8] = []
+        metrics.emit(into: &buffer)
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import Logging
+import StockroomServer
+
+/// The options shared by `serve` and the operator commands, each falling back to
+/// `STOCKROOM_<NAME>` and then to the default of `ServerConfiguration`.
+///
+/// This is the one place where flags and the environment become a configuration.
+struct ServerOptions: ParsableArguments {
+    @Option(help: "Address to listen on (STOCKROOM_HOST; default 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "Port to listen on; 0 picks a free one (STOCKROOM_PORT; default 8080).")
+    var port: Int?
+
+    @Option(help: "Folder holding products.json (STOCKROOM_CATALOG; default catalog).")
+    var catalog: String?
+
+    @Option(help: "Folder content files are served from, and confined to (STOCKROOM_CONTENT; default content).")
+    var content: String?
+
+    @Option(help: "SQLite ledger file (STOCKROOM_DATABASE; default stockroom.sqlite).")
+    var database: String?
+
+    @Option(help: "The app's bundle ID that receipts must carry (STOCKROOM_BUNDLE_ID).")
+    var bundleId: String?
+
+    @Option(help: "Where receipts are verified: simulator (built in), apple, or a base URL (STOCKROOM_UPSTREAM; default simulator).")
+    var upstream: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (STOCKROOM_LOG_LEVEL; default info).")
+    var logLevel: String?
+
+    /// Merges flags over `environment` over the defaults; a malformed value is a usage error.
+    func configuration(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerConfiguration {
+        func value(_ flag: String?, _ name: String) -> String? { flag ?? environment["STOCKROOM_\(name)"] }
+        var configuration = ServerConfiguration()
+        if let host = value(host, "HOST") { configuration.host = host }
+        if let text = value(port.map(String.init), "PORT") {
+            guard let port = Int(text), (0...65535).contains(port) else {
+                throw ValidationError("port must be a number from 0 to 65535, not \"\(text)\"")
+            }
+            configuration.port = port
+        }
+        if let catalog = value(catalog, "CATALOG") { configuration.catalogFolder = catalog }
+        if let content = value(content, "CONTENT") { configuration.contentFolder = content }
+        if let database = value(database, "DATABASE") { configuration.databasePath = database }
+        if let bundleID = value(bundleId, "BUNDLE_ID") { configuration.bundleID = bundleID }
+        if let text = value(upstream, "UPSTREAM") {
+            guard let upstream = UpstreamSetting(argument: text) else {
+                throw ValidationError("upstream must be simulator, apple, or an http(s) URL, not \"\(text)\"")
+            }
+            configuration.upstream = upstream
+        }
+        if let text = value(logLevel, "LOG_LEVEL") {
+            guard let level = Logger.Level(rawValue: text) else {
+                throw ValidationError("log level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"")
+            }
+            configuration.logLevel = level
+        }
+        return configuration
+    }
+}
+
+/// Prints `stockroom: message` on standard error and exits with `code`.
+func fail(_ message: String, code: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data("stockroom: \(message)\n".utf8))
+    exit(code)
+}

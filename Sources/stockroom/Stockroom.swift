@@ -1,0 +1,15 @@
+import ArgumentParser
+
+/// The one executable: the server, and the operator's tools around it.
+@main
+struct Stockroom: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stockroom",
+        abstract: "Delivers App Store server-delivered products: catalogue, verified downloads, ledger.",
+        discussion: """
+            Every option also reads STOCKROOM_<OPTION> from the environment (--bundle-id reads
+            STOCKROOM_BUNDLE_ID); a flag on the command line wins over the environment.
+            """,
+        subcommands: [Serve.self, CatalogCommand.self]
+    )
+}
