@@ -16,7 +16,7 @@ public struct ContentResponder<Store: ContentStore>: Sendable {
     /// The response to `request` for `representation`, with `extraHeaders` added.
     ///
     /// `onFinish` runs once the body has been written or has failed (a client that went away),
-    /// with what was sent; it is not called for HEAD, whose body is never written.
+    /// with what was sent; it is not called for HEAD, which gets the headers of GET and no body.
     public func response(
         to request: HTTPRequest,
         representation: ContentRepresentation,
@@ -47,6 +47,10 @@ public struct ContentResponder<Store: ContentStore>: Sendable {
             headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(representation.size)"
         }
         let length = range.map { Int($0.upperBound - $0.lowerBound + 1) } ?? 0
+        if request.method == .head {
+            headers[.contentLength] = String(length)
+            return Response(status: status, headers: headers, body: ResponseBody())
+        }
         let store = self.store
         let body = ResponseBody(contentLength: length) { writer in
             let sent = Atomic<Int64>(0)

@@ -108,7 +108,10 @@ public final class CurlHTTPClient: HTTPTransport {
             let detail = message.isEmpty ? String(validatingCString: curl_easy_strerror(code)) ?? "libcurl error \(code.rawValue)" : message
             return .failure(Self.error(for: code, detail: detail, sink: sink))
         }
-        return .success(UpstreamResponse(status: handle.info(CURLINFO_RESPONSE_CODE), headers: sink.headers, body: sink.body))
+        return .success(
+            UpstreamResponse(
+                status: handle.info(CURLINFO_RESPONSE_CODE), headers: sink.headers, body: sink.body,
+                newConnections: handle.info(CURLINFO_NUM_CONNECTS)))
     }
 
     private static func error(for code: CURLcode, detail: String, sink: ResponseSink) -> UpstreamError {

@@ -28,11 +28,14 @@ public struct UpstreamResponse: Sendable {
     /// Header names lower-cased; the last value wins.
     public var headers: [String: String]
     public var body: [UInt8]
+    /// Connections opened for this exchange: 0 when a kept-alive one was reused.
+    public var newConnections: Int
 
-    public init(status: Int, headers: [String: String] = [:], body: [UInt8]) {
+    public init(status: Int, headers: [String: String] = [:], body: [UInt8], newConnections: Int = 0) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.newConnections = newConnections
     }
 }
 

@@ -1,0 +1,115 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+@testable import StockroomCore
+
+/// The libcurl client against a real Hummingbird server on loopback.
+@Suite struct CurlHTTPClientTests {
+    static func application() -> some ApplicationProtocol {
+        let router = Router()
+        router.get("hello") { _, _ in "hello" }
+        router.post("echo") { request, _ -> Response in
+            let body = try await request.body.collect(upTo: 1 << 20)
+            return Response(status: .ok, headers: [.contentType: request.headers[.contentType] ?? "", .init("X-Method")!: request.method.rawValue], body: .init(byteBuffer: body))
+        }
+        router.get("slow") { _, _ -> String in
+            try await Task.sleep(for: .seconds(3))
+            return "late"
+        }
+        router.get("large") { _, _ in Response(status: .ok, body: .init(byteBuffer: ByteBuffer(repeating: 0x61, count: 64 * 1024))) }
+        router.get("teapot") { _, _ in Response(status: .init(code: 418), headers: [.retryAfter: "7"], body: .init(byteBuffer: ByteBuffer(string: "short and stout"))) }
+        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+    }
+
+    @Test func getsAndPostsWithHeadersAndBody() async throws {
+        try await Self.application().test(.live) { testClient in
+            let base = "http://127.0.0.1:\(testClient.port!)"
+            let client = CurlHTTPClient()
+            let hello = try await client.send(UpstreamRequest(method: .get, url: base + "/hello"))
+            #expect(hello.status == 200)
+            #expect(String(decoding: hello.body, as: UTF8.self) == "hello")
+            let payload = Array(#"{"receipt-data":"\#(String(repeating: "A", count: 5000))"}"#.utf8)
+            let echo = try await client.send(UpstreamRequest(method: .post, url: base + "/echo", headers: [("Content-Type", "application/json")], body: payload))
+            #expect(echo.body == payload)
+            #expect(echo.headers["content-type"] == "application/json")
+            #expect(echo.headers["x-method"] == "POST")
+            let teapot = try await client.send(UpstreamRequest(method: .get, url: base + "/teapot"))
+            #expect(teapot.status == 418)
+            #expect(teapot.headers["retry-after"] == "7")
+        }
+    }
+
+    @Test func connectionsAreKeptAliveBetweenCalls() async throws {
+        try await Self.application().test(.live) { testClient in
+            let client = CurlHTTPClient()
+            let url = "http://127.0.0.1:\(testClient.port!)/hello"
+            let first = try await client.send(UpstreamRequest(method: .get, url: url))
+            #expect(first.newConnections == 1)
+            for _ in 0..<5 {
+                let again = try await client.send(UpstreamRequest(method: .get, url: url))
+                #expect(again.newConnections == 0)
+            }
+        }
+    }
+
+    @Test func theTotalTimeoutEndsASlowCall() async throws {
+        try await Self.application().test(.live) { testClient in
+            let client = CurlHTTPClient(configuration: .init(totalTimeout: .milliseconds(300)))
+            let start = ContinuousClock.now
+            await #expect {
+                _ = try await client.send(UpstreamRequest(method: .get, url: "http://127.0.0.1:\(testClient.port!)/slow"))
+            } throws: { error in
+                guard case .timedOut = error as? UpstreamError else { return false }
+                return true
+            }
+            #expect(ContinuousClock.now - start < .seconds(2))
+        }
+    }
+
+    @Test func aResponseOverTheCapIsAnErrorNotATruncation() async throws {
+        try await Self.application().test(.live) { testClient in
+            let client = CurlHTTPClient(configuration: .init(maximumResponseBytes: 16 * 1024))
+            await #expect(throws: UpstreamError.responseTooLarge(limit: 16 * 1024)) {
+                _ = try await client.send(UpstreamRequest(method: .get, url: "http://127.0.0.1:\(testClient.port!)/large"))
+            }
+        }
+    }
+
+    @Test func aRefusedConnectionIsReportedAsSuch() async throws {
+        // Bind then close a port, so nothing listens there.
+        let port = try await Self.application().test(.live) { $0.port! }
+        let client = CurlHTTPClient(configuration: .init(connectTimeout: .seconds(2)))
+        await #expect {
+            _ = try await client.send(UpstreamRequest(method: .get, url: "http://127.0.0.1:\(port)/hello"))
+        } throws: { error in
+            guard case .connectionFailed = error as? UpstreamError else { return false }
+            return true
+        }
+    }
+
+    @Test func aMalformedURLIsAnInvalidRequest() async throws {
+        await #expect {
+            _ = try await CurlHTTPClient().send(UpstreamRequest(method: .get, url: "ftp://example.invalid/x"))
+        } throws: { error in
+            guard case .invalidRequest = error as? UpstreamError else { return false }
+            return true
+        }
+    }
+
+    @Test func concurrentCallsEachGetTheirOwnAnswer() async throws {
+        try await Self.application().test(.live) { testClient in
+            let client = CurlHTTPClient()
+            let url = "http://127.0.0.1:\(testClient.port!)/echo"
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        let body = Array("request \(index)".utf8)
+                        return try await client.send(UpstreamRequest(method: .post, url: url, body: body)).body == body
+                    }
+                }
+                for try await matched in group { #expect(matched) }
+            }
+        }
+    }
+}

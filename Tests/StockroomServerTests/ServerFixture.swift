@@ -1,0 +1,38 @@
+import Foundation
+import Hummingbird
+import Logging
+@testable import StockroomServer
+
+/// A server configuration over temporary catalogue, content and database, port 0.
+struct ServerFixture {
+    let root: TemporaryFolder
+    var configuration: ServerConfiguration
+
+    static let book = sampleBytes(count: 20_000)
+
+    init() throws {
+        root = try TemporaryFolder()
+        try root.write("content/books/book.epub", Self.book)
+        try root.write("catalog/products.json", Self.catalog([Self.entry("com.example.book", file: "books/book.epub")]))
+        configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.catalogFolder = root.path + "/catalog"
+        configuration.contentFolder = root.path + "/content"
+        configuration.databasePath = root.path + "/stockroom.sqlite"
+        configuration.catalogPollInterval = .milliseconds(50)
+        configuration.logLevel = .warning
+    }
+
+    static func entry(_ id: String, file: String, title: String = "Book") -> String {
+        #"{"productId": "\#(id)", "title": "\#(title)", "type": "non-consumable", "file": "\#(file)", "contentType": "application/epub+zip", "contentVersion": "1"}"#
+    }
+
+    static func catalog(_ entries: [String]) -> String {
+        #"{"products": [\#(entries.joined(separator: ",\n"))]}"#
+    }
+
+    func application() async throws -> some ApplicationProtocol {
+        try await buildApplication(configuration: configuration)
+    }
+}
