@@ -95,11 +95,27 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // `make bench` only: streams catalogue content with no verification in front.
+        .executableTarget(
+            name: "StockroomBench",
+            dependencies: [
+                "StockroomCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
 
+        // Helpers shared by the test targets: temporary folders, sample bytes.
+        .target(
+            name: "StockroomTestSupport",
+            path: "Tests/StockroomTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "StockroomCoreTests",
             dependencies: [
                 "StockroomCore",
+                "StockroomTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
@@ -110,6 +126,7 @@ let package = Package(
             dependencies: [
                 "StockroomServer",
                 "StockroomCore",
+                "StockroomTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],

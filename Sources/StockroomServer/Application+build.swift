@@ -55,7 +55,7 @@ public func buildApplication(
     }
     let catalogStore = CatalogStore(catalog: catalog, loader: loader)
 
-    let router = Router(context: AppRequestContext.self)
+    let router = Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware())
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: ErrorMiddleware())

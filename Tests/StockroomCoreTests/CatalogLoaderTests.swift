@@ -1,4 +1,5 @@
 import Foundation
+import StockroomTestSupport
 import Testing
 @testable import StockroomCore
 

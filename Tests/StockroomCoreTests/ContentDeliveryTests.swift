@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import StockroomTestSupport
 import Testing
 @testable import StockroomCore
 
@@ -30,10 +31,10 @@ import Testing
         }
 
         func application(reports: ReportLog = ReportLog()) -> some ApplicationProtocol {
-            let router = Router()
+            let router = Router(options: .autoGenerateHeadEndpoints)
             let responder = ContentResponder(store: LocalContentStore(jail: jail, chunkSize: ContentDeliveryTests.chunkSize))
             let jail = self.jail
-            let handler: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, context in
+            router.get("files/**") { request, context -> Response in
                 // Decoded as a careless route might: the jail must hold even then.
                 let path = context.parameters.getCatchAll().joined(separator: "/").removingPercentEncoding ?? ""
                 let absolute: String
@@ -46,8 +47,6 @@ import Testing
                 let representation = ContentRepresentation(path: path, size: stamp.size, sha256: try DigestCache.hashFile(at: absolute), contentType: "application/octet-stream", stamp: stamp)
                 return try await responder.response(to: request.head, representation: representation) { await reports.append($0) }
             }
-            router.get("files/**", use: handler)
-            router.head("files/**", use: handler)  // catch-all routes get no automatic HEAD
             return Application(router: router)
         }
     }

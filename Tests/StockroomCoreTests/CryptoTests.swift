@@ -1,3 +1,4 @@
+import StockroomTestSupport
 import Testing
 @testable import StockroomCore
 

@@ -53,6 +53,18 @@ import StockroomCore
         }
     }
 
+    @Test func headAnswersWithTheHeadersOfGET() async throws {
+        let fixture = try ServerFixture()
+        try await fixture.application().test(.live) { client in
+            let get = try await client.execute(uri: "/v1/catalog", method: .get)
+            let head = try await client.execute(uri: "/v1/catalog", method: .head)
+            #expect(head.status == .ok)
+            #expect(head.body.readableBytes == 0)
+            #expect(head.headers[.eTag] == get.headers[.eTag])
+            #expect(head.headers[.contentLength] == get.headers[.contentLength])
+        }
+    }
+
     @Test func oneProductIsServedByID() async throws {
         let fixture = try ServerFixture()
         try await fixture.application().test(.router) { client in

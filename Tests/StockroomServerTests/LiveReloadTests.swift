@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import StockroomTestSupport
 import Testing
 import StockroomCore
 @testable import StockroomServer

@@ -1,4 +1,5 @@
 import Foundation
+import StockroomTestSupport
 import Hummingbird
 import Logging
 @testable import StockroomServer

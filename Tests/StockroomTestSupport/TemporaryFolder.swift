@@ -1,10 +1,10 @@
 import Foundation
 
 /// A fresh folder under the system temporary directory, removed when the test is done.
-final class TemporaryFolder: @unchecked Sendable {
-    let path: String
+public final class TemporaryFolder: @unchecked Sendable {
+    public let path: String
 
-    init() throws {
+    public init() throws {
         path = NSTemporaryDirectory() + "stockroom-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
@@ -13,7 +13,7 @@ final class TemporaryFolder: @unchecked Sendable {
 
     /// Writes `bytes` at `relative`, creating folders; returns the absolute path.
     @discardableResult
-    func write(_ relative: String, _ bytes: [UInt8]) throws -> String {
+    public func write(_ relative: String, _ bytes: [UInt8]) throws -> String {
         let file = path + "/" + relative
         try FileManager.default.createDirectory(
             atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
@@ -24,11 +24,11 @@ final class TemporaryFolder: @unchecked Sendable {
     }
 
     @discardableResult
-    func write(_ relative: String, _ text: String) throws -> String {
+    public func write(_ relative: String, _ text: String) throws -> String {
         try write(relative, Array(text.utf8))
     }
 
-    func folder(_ relative: String) throws -> String {
+    public func folder(_ relative: String) throws -> String {
         let folder = path + "/" + relative
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         return folder
@@ -36,7 +36,7 @@ final class TemporaryFolder: @unchecked Sendable {
 }
 
 /// Deterministic pseudo-random bytes, so content tests have non-repeating data.
-func sampleBytes(count: Int, seed: UInt64 = 42) -> [UInt8] {
+public func sampleBytes(count: Int, seed: UInt64 = 42) -> [UInt8] {
     var state = seed
     return (0..<count).map { _ in
         state = state &* 6364136223846793005 &+ 1442695040888963407
