@@ -30,6 +30,7 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        .systemLibrary(name: "CMalloc"),
         .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "openssl",
@@ -41,6 +42,7 @@ let package = Package(
             name: "StockroomCore",
             dependencies: [
                 "CCurl",
+                "CMalloc",
                 "COpenSSL",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

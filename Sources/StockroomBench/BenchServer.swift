@@ -13,6 +13,7 @@ struct BenchServer {
             FileHandle.standardError.write(Data("usage: stockroom-bench CATALOG CONTENT PORT\n".utf8))
             exit(2)
         }
+        StreamingMemory.bound()
         let jail = try ContentJail(folder: arguments[2])
         let catalog = try CatalogLoader(catalogFolder: arguments[1], jail: jail, digests: DigestCache(file: nil)).load()
         let responder = ContentResponder(store: LocalContentStore(jail: jail))

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import Metrics
 import Prometheus
+import StockroomCore
 import StockroomServer
 
 /// `stockroom serve`: runs the HTTP server until SIGTERM or SIGINT.
@@ -21,6 +22,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.configuration()
+        StreamingMemory.bound()
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = configuration.logLevel

@@ -24,3 +24,7 @@ struct CatalogWatcher: Service {
         }
     }
 }
+
+extension CatalogWatcher: CustomStringConvertible {
+    var description: String { "CatalogWatcher" }
+}
