@@ -9,10 +9,19 @@ import Testing
     static func application() -> some ApplicationProtocol {
         let router = Router()
         router.get("hello") { _, _ in "hello" }
-        router.post("echo") { request, _ -> Response in
+        let echo: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, _ in
             let body = try await request.body.collect(upTo: 1 << 20)
-            return Response(status: .ok, headers: [.contentType: request.headers[.contentType] ?? "", .init("X-Method")!: request.method.rawValue], body: .init(byteBuffer: body))
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: request.headers[.contentType] ?? "", .init("X-Method")!: request.method.rawValue,
+                    .init("X-Request-Length")!: request.headers[.contentLength] ?? "none",
+                ],
+                body: .init(byteBuffer: body))
         }
+        router.post("echo", use: echo)
+        router.put("echo", use: echo)
+        router.delete("echo", use: echo)
         router.get("slow") { _, _ -> String in
             try await Task.sleep(for: .seconds(3))
             return "late"
@@ -37,6 +46,27 @@ import Testing
             let teapot = try await client.send(UpstreamRequest(method: .get, url: base + "/teapot"))
             #expect(teapot.status == 418)
             #expect(teapot.headers["retry-after"] == "7")
+        }
+    }
+
+    @Test(arguments: [UpstreamRequest.Method.post, .put, .delete])
+    func bodilessCallsSendTheirMethodWithAZeroContentLength(method: UpstreamRequest.Method) async throws {
+        try await Self.application().test(.live) { testClient in
+            let response = try await CurlHTTPClient().send(UpstreamRequest(method: method, url: "http://127.0.0.1:\(testClient.port!)/echo"))
+            #expect(response.status == 200)
+            #expect(response.headers["x-method"] == method.rawValue)
+            #expect(response.headers["x-request-length"] == "0")
+            #expect(response.body.isEmpty)
+        }
+    }
+
+    @Test func putSendsItsBody() async throws {
+        try await Self.application().test(.live) { testClient in
+            let body = Array(#"{"url":"http://127.0.0.1:1/notify"}"#.utf8)
+            let response = try await CurlHTTPClient().send(UpstreamRequest(method: .put, url: "http://127.0.0.1:\(testClient.port!)/echo", body: body))
+            #expect(response.headers["x-method"] == "PUT")
+            #expect(response.headers["x-request-length"] == "\(body.count)")
+            #expect(response.body == body)
         }
     }
 

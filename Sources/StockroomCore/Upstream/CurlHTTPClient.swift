@@ -87,19 +87,18 @@ public final class CurlHTTPClient: HTTPTransport {
             _ = handle.set(CURLOPT_WRITEDATA, pointer: sinkPointer)
             _ = stockroom_curl_setopt_header_function(handle.raw, ResponseSink.writeHeader)
             _ = handle.set(CURLOPT_HEADERDATA, pointer: sinkPointer)
-            switch request.method {
-            case .get: _ = handle.set(CURLOPT_HTTPGET, 1)
-            case .post, .put, .delete:
-                _ = handle.set(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
-            }
-            guard let body = request.body else {
-                if request.method != .get { _ = handle.set(CURLOPT_POSTFIELDSIZE, 0); _ = handle.set(CURLOPT_POSTFIELDS, pointer: nil) }
+            if request.method == .get {
+                _ = handle.set(CURLOPT_HTTPGET, 1)
                 return withExtendedLifetime(sink) { handle.perform() }
             }
+            if request.method != .post { _ = handle.set(CURLOPT_CUSTOMREQUEST, request.method.rawValue) }
+            // Every other method sends its body, possibly empty, with a Content-Length. A NULL
+            // POSTFIELDS would make libcurl read the body from a read callback instead.
             // POSTFIELDS is not copied: the bytes must outlive the (synchronous) perform.
-            return body.withUnsafeBytes { bytes in
-                _ = handle.set(CURLOPT_POSTFIELDSIZE, bytes.count)
-                _ = handle.set(CURLOPT_POSTFIELDS, pointer: UnsafeMutableRawPointer(mutating: bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!))
+            let body = request.body ?? []
+            return (body.isEmpty ? [0] : body).withUnsafeBytes { bytes in
+                _ = handle.set(CURLOPT_POSTFIELDSIZE, body.count)
+                _ = handle.set(CURLOPT_POSTFIELDS, pointer: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
                 return withExtendedLifetime(sink) { handle.perform() }
             }
         }

@@ -5,7 +5,8 @@ public protocol HTTPTransport: Sendable {
     func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse
 }
 
-/// An upstream request: small bodies only (receipts, JSON), sent whole.
+/// An upstream request: small bodies only (receipts, JSON), sent whole. A GET sends no body;
+/// every other method sends `body` (empty when nil) with its `Content-Length`.
 public struct UpstreamRequest: Sendable {
     public enum Method: String, Sendable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE" }
 
