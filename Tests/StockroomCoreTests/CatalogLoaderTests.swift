@@ -136,6 +136,12 @@ import Testing
         let before = Date(timeIntervalSince1970: 1_790_000_000)  // whole seconds survive the round trip
         try FileManager.default.setAttributes([.modificationDate: before], ofItemAtPath: file)
         let original = try fixture.loader.load().products[0].sha256
+        let cacheFile = fixture.root.path + "/digests.json"
+        let written = try FileManager.default.attributesOfItem(atPath: cacheFile)[.modificationDate] as? Date
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1)], ofItemAtPath: cacheFile)
+        _ = try fixture.loader.load()
+        #expect(try FileManager.default.attributesOfItem(atPath: cacheFile)[.modificationDate] as? Date == Date(timeIntervalSince1970: 1), "an unchanged cache is not rewritten")
+        #expect(written != nil)
         let handle = try #require(FileHandle(forUpdatingAtPath: file))
         try handle.write(contentsOf: Data(sampleBytes(count: 5_000, seed: 9)))
         try handle.close()

@@ -14,6 +14,8 @@ public final class DigestCache: Sendable {
 
     private let file: String?
     private let entries: Mutex<[String: Entry]>
+    /// Whether `entries` differs from the cache file.
+    private let dirty = Mutex(false)
 
     /// A cache backed by `file`, or in memory only when `file` is nil.
     public init(file: String?) {
@@ -35,19 +37,24 @@ public final class DigestCache: Sendable {
         }
         let digest = try Self.hashFile(at: absolutePath)
         entries.withLock { $0[absolutePath] = Entry(stamp: stamp, sha256: digest) }
+        dirty.withLock { $0 = true }
         return digest
     }
 
-    /// Writes the cache file, keeping only `paths` (the files the catalogue still lists).
+    /// Writes the cache file, keeping only `paths` (the files the catalogue still lists);
+    /// does nothing when no digest was added or dropped since the last write.
     public func save(keeping paths: Set<String>) throws {
         let snapshot = entries.withLock { entries in
-            entries = entries.filter { paths.contains($0.key) }
+            let kept = entries.filter { paths.contains($0.key) }
+            if kept.count != entries.count { dirty.withLock { $0 = true } }
+            entries = kept
             return entries
         }
-        guard let file else { return }
+        guard let file, dirty.withLock({ $0 }) else { return }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try AtomicFile.write(try encoder.encode(snapshot), to: file)
+        dirty.withLock { $0 = false }
     }
 
     /// Lower-case hex SHA-256 of a file, read in bounded memory.
