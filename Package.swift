@@ -110,6 +110,10 @@ let package = Package(
         // Helpers shared by the test targets: temporary folders, sample bytes.
         .target(
             name: "StockroomTestSupport",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
             path: "Tests/StockroomTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -117,6 +121,7 @@ let package = Package(
             name: "StockroomCoreTests",
             dependencies: [
                 "StockroomCore",
+                "AppStoreSimulator",
                 "StockroomTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -139,6 +144,8 @@ let package = Package(
             dependencies: [
                 "AppStoreSimulator",
                 "StockroomCore",
+                "StockroomTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings

@@ -1,12 +1,13 @@
 /// Settings of the local App Store simulator (`stockroom simulator`).
-///
-/// The simulator's HTTP service (verifyReceipt, the Server API, the control API) arrives with
-/// the upstream-verification work; the foundation only fixes where it lives.
 public struct SimulatorConfiguration: Sendable {
     public var host = "127.0.0.1"
     public var port = 9090
-    /// The bundle ID its receipts carry unless a purchase names another.
+    /// The bundle ID purchases carry unless they name another.
     public var bundleID = "com.example.stockroom.demo"
+    /// When set, verifyReceipt answers 21004 to any other `password`, as Apple does.
+    public var sharedSecret: String?
+    /// Added before every upstream answer, to simulate Apple's latency.
+    public var latency: Duration = .zero
 
     public init() {}
 }

@@ -1,4 +1,5 @@
 public import Logging
+public import StockroomCore
 
 /// Everything `stockroom serve` needs, with the defaults of DESIGN.md.
 ///
@@ -18,6 +19,8 @@ public struct ServerConfiguration: Sendable {
     public var bundleID = "com.example.stockroom.demo"
     /// Where receipts are verified.
     public var upstream: UpstreamSetting = .simulator
+    /// The app's App Store shared secret, sent as verifyReceipt's `password`; never logged.
+    public var sharedSecret: String?
     /// How often the catalogue watcher looks for changed files.
     public var catalogPollInterval: Duration = .seconds(1)
     public var logLevel: Logger.Level = .info
@@ -44,6 +47,15 @@ public enum UpstreamSetting: Sendable, Equatable, CustomStringConvertible {
         case "apple": self = .apple
         case let url where url.hasPrefix("http://") || url.hasPrefix("https://"): self = .url(url)
         default: return nil
+        }
+    }
+
+    /// The verifyReceipt endpoints; `simulator` is the one at `simulatorURL`.
+    public func endpoints(simulatorURL: String) -> AppStoreEndpoints {
+        switch self {
+        case .simulator: .base(simulatorURL)
+        case .apple: .apple
+        case .url(let url): .base(url)
         }
     }
 

@@ -23,11 +23,7 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "SQLite ledger file (STOCKROOM_DATABASE; default stockroom.sqlite).")
     var database: String?
 
-    @Option(help: "The app's bundle ID that receipts must carry (STOCKROOM_BUNDLE_ID).")
-    var bundleId: String?
-
-    @Option(help: "Where receipts are verified: simulator (built in), apple, or a base URL (STOCKROOM_UPSTREAM; default simulator).")
-    var upstream: String?
+    @OptionGroup var upstreamOptions: UpstreamOptions
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (STOCKROOM_LOG_LEVEL; default info).")
     var logLevel: String?
@@ -46,19 +42,45 @@ struct ServerOptions: ParsableArguments {
         if let catalog = value(catalog, "CATALOG") { configuration.catalogFolder = catalog }
         if let content = value(content, "CONTENT") { configuration.contentFolder = content }
         if let database = value(database, "DATABASE") { configuration.databasePath = database }
-        if let bundleID = value(bundleId, "BUNDLE_ID") { configuration.bundleID = bundleID }
-        if let text = value(upstream, "UPSTREAM") {
-            guard let upstream = UpstreamSetting(argument: text) else {
-                throw ValidationError("upstream must be simulator, apple, or an http(s) URL, not \"\(text)\"")
-            }
-            configuration.upstream = upstream
-        }
+        try upstreamOptions.apply(to: &configuration, environment: environment)
         if let text = value(logLevel, "LOG_LEVEL") {
             guard let level = Logger.Level(rawValue: text) else {
                 throw ValidationError("log level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"")
             }
             configuration.logLevel = level
         }
+        return configuration
+    }
+}
+
+/// Where and how receipts are verified: shared by `serve`, `receipt verify` and the operator commands.
+struct UpstreamOptions: ParsableArguments {
+    @Option(help: "The app's bundle ID that receipts must carry (STOCKROOM_BUNDLE_ID; default com.example.stockroom.demo).")
+    var bundleId: String?
+
+    @Option(help: "Where receipts are verified: simulator, apple, or a base URL (STOCKROOM_UPSTREAM; default simulator).")
+    var upstream: String?
+
+    @Option(help: "The app's App Store shared secret, for verifyReceipt's password (STOCKROOM_SHARED_SECRET).")
+    var sharedSecret: String?
+
+    func apply(to configuration: inout ServerConfiguration, environment: [String: String]) throws {
+        if let bundleID = bundleId ?? environment["STOCKROOM_BUNDLE_ID"] { configuration.bundleID = bundleID }
+        if let text = upstream ?? environment["STOCKROOM_UPSTREAM"] {
+            guard let upstream = UpstreamSetting(argument: text) else {
+                throw ValidationError("upstream must be simulator, apple, or an http(s) URL, not \"\(text)\"")
+            }
+            configuration.upstream = upstream
+        }
+        if let secret = sharedSecret ?? environment["STOCKROOM_SHARED_SECRET"], !secret.isEmpty {
+            configuration.sharedSecret = secret
+        }
+    }
+
+    /// A configuration with only the upstream settings applied.
+    func configuration(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        try apply(to: &configuration, environment: environment)
         return configuration
     }
 }

@@ -10,6 +10,6 @@ struct Stockroom: AsyncParsableCommand {
             Every option also reads STOCKROOM_<OPTION> from the environment (--bundle-id reads
             STOCKROOM_BUNDLE_ID); a flag on the command line wins over the environment.
             """,
-        subcommands: [Serve.self, CatalogCommand.self]
+        subcommands: [Serve.self, SimulatorCommand.self, CatalogCommand.self, ReceiptCommand.self]
     )
 }

@@ -14,12 +14,18 @@ public struct UpstreamRequest: Sendable {
     public var url: String
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]?
+    /// A total time limit for this call, shorter than the transport's own; nil uses the transport's.
+    public var timeout: Duration?
 
-    public init(method: Method, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil) {
+    public init(
+        method: Method, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
+        timeout: Duration? = nil
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
+        self.timeout = timeout
     }
 }
 

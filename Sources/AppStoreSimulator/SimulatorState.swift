@@ -1,0 +1,165 @@
+import Foundation
+import StockroomCore
+
+/// Everything the simulator remembers, in memory: what it sold, to which device, the queued
+/// faults and the call counts.
+actor SimulatorState {
+    let configuration: SimulatorConfiguration
+    /// Receipts are signed with this; a new key per simulator run.
+    private let signingKey = secureRandomBytes(count: 32)
+    private var transactions: [String: SimulatedTransaction] = [:]
+    /// Transaction IDs per device, in purchase order.
+    private var devices: [String: [String]] = [:]
+    private var nextTransactionNumber: Int64 = 2_000_000_000_000_001
+    private var faults: [(fault: Fault, remaining: Int)] = []
+    private(set) var stats = SimulatorStats()
+
+    init(configuration: SimulatorConfiguration) {
+        self.configuration = configuration
+    }
+
+    // MARK: Control API
+
+    struct PurchaseRequest: Decodable {
+        var productId: String
+        var bundleId: String?
+        var environment: StoreEnvironment?
+        var originalTransactionId: String?
+        var deviceId: String?
+    }
+
+    struct PurchaseResult: Encodable {
+        var transactionId: String
+        var originalTransactionId: String
+        var productId: String
+        var bundleId: String
+        var environment: StoreEnvironment
+        var deviceId: String
+        var receiptData: String
+    }
+
+    /// Sells `request.productId`; with `originalTransactionId`, a restore of that purchase.
+    /// Without `deviceId`, a restore lands on the original's device and a purchase on a new one.
+    func purchase(_ request: PurchaseRequest) throws(SimulatorError) -> PurchaseResult {
+        guard ProductID.isValid(request.productId) else { throw .badRequest("productId is not a valid product ID") }
+        let now = AppleDate.nowMilliseconds()
+        var original: SimulatedTransaction?
+        if let originalID = request.originalTransactionId {
+            guard let found = transactions[originalID] else { throw .unknownTransaction(originalID) }
+            original = found
+        }
+        let id = String(nextTransactionNumber)
+        nextTransactionNumber += 1
+        let transaction = SimulatedTransaction(
+            transactionID: id,
+            originalTransactionID: original?.originalTransactionID ?? id,
+            productID: original?.productID ?? request.productId,
+            bundleID: request.bundleId ?? original?.bundleID ?? configuration.bundleID,
+            environment: request.environment ?? original?.environment ?? .production,
+            deviceID: request.deviceId ?? original?.deviceID ?? UUID().uuidString,
+            purchaseDateMilliseconds: now,
+            originalPurchaseDateMilliseconds: original?.originalPurchaseDateMilliseconds ?? now)
+        transactions[id] = transaction
+        devices[transaction.deviceID, default: []].append(id)
+        let receipt = try receipt(for: transaction, at: now)
+        return PurchaseResult(
+            transactionId: id, originalTransactionId: transaction.originalTransactionID, productId: transaction.productID,
+            bundleId: transaction.bundleID, environment: transaction.environment, deviceId: transaction.deviceID,
+            receiptData: receipt)
+    }
+
+    /// Cancels a transaction as a refund does; refunding twice keeps the first date.
+    func refund(_ id: String) throws(SimulatorError) -> VerifyReceiptBody.InApp {
+        guard var transaction = transactions[id] else { throw .unknownTransaction(id) }
+        if transaction.cancellationDateMilliseconds == nil {
+            transaction.cancellationDateMilliseconds = AppleDate.nowMilliseconds()
+            transaction.cancellationReason = "0"
+            transactions[id] = transaction
+        }
+        return VerifyReceiptBody.InApp(transaction)
+    }
+
+    func enqueue(_ fault: Fault) throws(SimulatorError) -> Int {
+        if let problem = fault.problem { throw .badRequest(problem) }
+        faults.append((fault, fault.count ?? 1))
+        return faults.reduce(0) { $0 + $1.remaining }
+    }
+
+    func clearFaults() { faults.removeAll() }
+
+    func resetStats() { stats = SimulatorStats() }
+
+    // MARK: Upstream endpoints
+
+    /// Counts the call and hands out the next queued fault, if any.
+    func begin(_ endpoint: String, environment: StoreEnvironment) -> Fault? {
+        stats.record(endpoint, environment: environment)
+        guard !faults.isEmpty else { return nil }
+        let fault = faults[0].fault
+        faults[0].remaining -= 1
+        if faults[0].remaining == 0 { faults.removeFirst() }
+        return fault
+    }
+
+    /// verifyReceipt's verdict on `receiptData` at the `endpoint` environment.
+    func verify(receiptData: String?, password: String?, endpoint: StoreEnvironment) -> VerifyReceiptBody {
+        guard let receiptData, !receiptData.isEmpty else { return VerifyReceiptBody(status: 21002) }
+        let receipt: SimulatedReceipt
+        do {
+            receipt = try SimulatedReceipt.decode(receiptData, key: signingKey)
+        } catch .malformed {
+            return VerifyReceiptBody(status: 21002)
+        } catch {
+            return VerifyReceiptBody(status: 21003)
+        }
+        if let secret = configuration.sharedSecret, password != secret { return VerifyReceiptBody(status: 21004) }
+        switch (receipt.environment, endpoint) {
+        case (.sandbox, .production): return VerifyReceiptBody(status: 21007)
+        case (.production, .sandbox): return VerifyReceiptBody(status: 21008)
+        default: break
+        }
+        let now = AppleDate.nowMilliseconds()
+        let inApp = receipt.transactionIDs.compactMap { transactions[$0] }.map(VerifyReceiptBody.InApp.init)
+        let latest = (devices[receipt.deviceID] ?? []).compactMap { transactions[$0] }
+            .filter { $0.bundleID == receipt.bundleID && $0.environment == receipt.environment }
+        return VerifyReceiptBody(
+            status: 0,
+            environment: receipt.environment.rawValue,
+            receipt: .init(
+                receiptType: receipt.environment == .production ? "Production" : "ProductionSandbox",
+                bundleId: receipt.bundleID,
+                receiptCreationDate: AppleDate.string(milliseconds: receipt.createdMilliseconds),
+                receiptCreationDateMs: String(receipt.createdMilliseconds),
+                requestDate: AppleDate.string(milliseconds: now), requestDateMs: String(now),
+                inApp: inApp),
+            latestReceiptInfo: latest.map(VerifyReceiptBody.InApp.init),
+            latestReceipt: receiptData)
+    }
+
+    /// The device's receipt after `transaction`: every purchase of that device, app and environment.
+    private func receipt(for transaction: SimulatedTransaction, at now: Int64) throws(SimulatorError) -> String {
+        let ids = (devices[transaction.deviceID] ?? []).filter { id in
+            guard let other = transactions[id] else { return false }
+            return other.bundleID == transaction.bundleID && other.environment == transaction.environment
+        }
+        let receipt = SimulatedReceipt(
+            deviceID: transaction.deviceID, bundleID: transaction.bundleID, environment: transaction.environment,
+            transactionIDs: ids, createdMilliseconds: now)
+        do {
+            return try receipt.encoded(key: signingKey)
+        } catch {
+            throw .internal("receipt encoding failed: \(error)")
+        }
+    }
+}
+
+/// Upstream calls received, per endpoint and environment (`GET /sim/stats`).
+struct SimulatorStats: Encodable, Sendable {
+    private(set) var total = 0
+    private(set) var endpoints: [String: [String: Int]] = [:]
+
+    mutating func record(_ endpoint: String, environment: StoreEnvironment) {
+        total += 1
+        endpoints[endpoint, default: [:]][environment.rawValue, default: 0] += 1
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import Hummingbird
+import StockroomCore
+
+/// Apple's wire protocol: `POST /verifyReceipt` (production) and `POST /sandbox/verifyReceipt`.
+/// HTTP 200 always, unless a queued fault says otherwise; the verdict is `status`.
+struct UpstreamController<Context: RequestContext> {
+    let state: SimulatorState
+
+    func addRoutes(to router: Router<Context>) {
+        router.post("verifyReceipt") { request, context in
+            try await verifyReceipt(request, context: context, environment: .production)
+        }
+        router.post("sandbox/verifyReceipt") { request, context in
+            try await verifyReceipt(request, context: context, environment: .sandbox)
+        }
+    }
+
+    private struct RequestBody: Decodable {
+        var receiptData: String?
+        var password: String?
+
+        enum CodingKeys: String, CodingKey {
+            case receiptData = "receipt-data", password
+        }
+    }
+
+    func verifyReceipt(_ request: Request, context: Context, environment: StoreEnvironment) async throws -> Response {
+        let fault = await state.begin("verifyReceipt", environment: environment)
+        let latency = state.configuration.latency
+        if latency > .zero { try await Task.sleep(for: latency) }
+        if let fault {
+            switch fault.kind {
+            case .delay:
+                try await Task.sleep(for: .milliseconds(fault.delayMs ?? 0))
+            case .httpStatus:
+                return Response(
+                    status: .init(code: fault.status ?? 503), headers: [.contentType: "text/plain"],
+                    body: .init(byteBuffer: ByteBuffer(string: "simulated upstream failure")))
+            case .malformed:
+                return Response(
+                    status: .ok, headers: [.contentType: "text/html"],
+                    body: .init(byteBuffer: ByteBuffer(string: "<html><body>Service Unavailable</body></html>")))
+            case .drop:
+                // Promise a body, send a little, then fail: the connection closes mid-response.
+                return Response(
+                    status: .ok, headers: [.contentType: "application/json"],
+                    body: .init(contentLength: 4096) { writer in
+                        try await writer.write(ByteBuffer(string: #"{"status":"#))
+                        throw SimulatedDrop()
+                    })
+            case .status:
+                var body = VerifyReceiptBody(status: fault.status ?? 21005)
+                body.isRetryable = fault.retryable
+                body.retryableField = fault.retryableField ?? "is-retryable"
+                return try Self.json(body)
+            }
+        }
+        let bytes = try await request.body.collect(upTo: 8 << 20)
+        let decoded = try? JSONDecoder().decode(RequestBody.self, from: Data(buffer: bytes))
+        return try Self.json(await state.verify(receiptData: decoded?.receiptData, password: decoded?.password, endpoint: environment))
+    }
+
+    static func json(_ body: some Encodable) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(body))))
+    }
+}
+
+/// Thrown mid-body to cut the connection, as the `drop` fault asks.
+struct SimulatedDrop: Error {}

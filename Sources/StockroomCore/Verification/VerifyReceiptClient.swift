@@ -1,0 +1,141 @@
+import Foundation
+import Logging
+
+/// Apple's legacy verifyReceipt, over an `HTTPTransport`: production first; 21007 → sandbox
+/// once, 21008 → production once (never a loop); retries with backoff on transient failures;
+/// 21002 retried at most once; all within a bounded time.
+///
+/// See https://developer.apple.com/documentation/appstorereceipts/verifyreceipt
+public struct VerifyReceiptClient: Sendable {
+    public let transport: any HTTPTransport
+    public let endpoints: AppStoreEndpoints
+    /// The app's shared secret (`password`), needed for auto-renewable subscriptions.
+    public let sharedSecret: String?
+    public let policy: RetryPolicy
+    private let logger: Logger
+
+    public init(
+        transport: any HTTPTransport, endpoints: AppStoreEndpoints, sharedSecret: String? = nil,
+        policy: RetryPolicy = .init(), logger: Logger = Logger(label: "stockroom.verify-receipt")
+    ) {
+        self.transport = transport
+        self.endpoints = endpoints
+        self.sharedSecret = sharedSecret
+        self.policy = policy
+        self.logger = logger
+    }
+
+    /// What Apple's answer means for the receipt.
+    public enum Outcome: Sendable, Equatable {
+        case receipt(AppleReceipt)
+        case rejected(RejectionReason)
+        case unavailable(reason: String, retryAfter: Duration)
+    }
+
+    /// Asks Apple about `receiptData` (base64). Never throws: a fault is `.unavailable`.
+    public func verify(receiptData: String) async -> Outcome {
+        let clock = ContinuousClock()
+        let deadline = clock.now + policy.totalBudget
+        var environment = StoreEnvironment.production
+        var switchedEnvironment = false
+        var attempts = 0
+        var retriedMalformed = false
+        var lastFailure = "no attempt made"
+        let body = requestBody(receiptData)
+
+        while true {
+            let remaining = deadline - clock.now
+            guard remaining > .milliseconds(10) else { break }
+            attempts += 1
+            let step = await call(environment: environment, body: body, timeout: remaining)
+            switch step {
+            case .answer(let response) where response.status == 0 || response.status == 21006:
+                return interpret(response, calledAt: environment)
+            case .answer(let response) where response.status == 21007 && environment == .production && !switchedEnvironment,
+                .answer(let response) where response.status == 21008 && environment == .sandbox && !switchedEnvironment:
+                _ = response
+                environment = environment == .production ? .sandbox : .production
+                switchedEnvironment = true
+                attempts -= 1  // a redirect, not a retry
+                continue
+            case .answer(let response) where response.status == 21007 || response.status == 21008:
+                return .rejected(.environmentMismatch)
+            case .answer(let response) where response.status == 21002:
+                guard !retriedMalformed else { return .rejected(.malformedReceipt) }
+                retriedMalformed = true
+                lastFailure = "status 21002"
+            case .answer(let response) where response.status == 21003:
+                return .rejected(.notAuthentic)
+            case .answer(let response) where Self.isTransient(response):
+                lastFailure = "status \(response.status)"
+            case .answer(let response) where Self.isOurFault(response.status):
+                // A bad request or a wrong shared secret: keep the receipt, fix the configuration.
+                logger.error("verifyReceipt refused our request", metadata: ["status": .stringConvertible(response.status)])
+                return .unavailable(reason: "the App Store refused the request (status \(response.status)); check the shared secret", retryAfter: policy.retryAfter)
+            case .answer(let response):
+                return .rejected(.upstreamStatus(response.status))
+            case .transient(let failure):
+                lastFailure = failure
+            }
+            guard attempts < policy.maximumAttempts else { break }
+            let wait = policy.backoff(beforeRetry: attempts)
+            guard clock.now + wait < deadline else { break }
+            logger.debug("retrying verifyReceipt", metadata: ["attempt": .stringConvertible(attempts), "after": .string(lastFailure)])
+            try? await Task.sleep(for: wait)
+        }
+        logger.warning("verifyReceipt unavailable", metadata: ["attempts": .stringConvertible(attempts), "last": .string(lastFailure)])
+        return .unavailable(reason: "the App Store did not answer usably after \(attempts) attempt(s): \(lastFailure)", retryAfter: policy.retryAfter)
+    }
+
+    private enum Step {
+        case answer(VerifyReceiptResponse)
+        case transient(String)
+    }
+
+    private func call(environment: StoreEnvironment, body: [UInt8], timeout: Duration) async -> Step {
+        let request = UpstreamRequest(
+            method: .post, url: endpoints.url(for: environment), headers: [("Content-Type", "application/json")],
+            body: body, timeout: timeout)
+        let response: UpstreamResponse
+        do {
+            response = try await transport.send(request)
+        } catch {
+            return .transient("\(error)")
+        }
+        guard response.status == 200 else { return .transient("HTTP \(response.status)") }
+        guard let decoded = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(response.body)), decoded.status >= 0 else {
+            return .transient("a body that is not verifyReceipt JSON")
+        }
+        return .answer(decoded)
+    }
+
+    /// 21005 (server unavailable), 21009 (internal data access), and 21100–21199 flagged retryable.
+    static func isTransient(_ response: VerifyReceiptResponse) -> Bool {
+        switch response.status {
+        case 21005, 21009: true
+        case 21100...21199: response.isRetryable
+        default: false
+        }
+    }
+
+    /// Statuses that blame the request, not the receipt: malformed request (21000), wrong
+    /// shared secret (21004), and non-retryable internal errors (21100–21199).
+    static func isOurFault(_ status: Int) -> Bool {
+        status == 21000 || status == 21004 || (21100...21199).contains(status)
+    }
+
+    private func interpret(_ response: VerifyReceiptResponse, calledAt environment: StoreEnvironment) -> Outcome {
+        .receipt(
+            AppleReceipt(
+                environment: response.environment ?? environment,
+                bundleID: response.receipt?.bundleID,
+                inApp: response.receipt?.inApp ?? [],
+                latestReceiptInfo: response.latestReceiptInfo ?? []))
+    }
+
+    private func requestBody(_ receiptData: String) -> [UInt8] {
+        var object: [String: Any] = ["receipt-data": receiptData, "exclude-old-transactions": false]
+        if let sharedSecret { object["password"] = sharedSecret }
+        return Array((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
+    }
+}
