@@ -2,20 +2,36 @@ import Foundation
 import Hummingbird
 import StockroomCore
 
-/// `stockroom-bench CATALOG CONTENT PORT`: serves `GET /content/{productId}` through the
-/// ContentStore and ContentResponder that the download routes use, with no verification, so
-/// `make bench` can measure streaming alone. A development tool, not shipped.
+/// `make bench` only, never shipped:
+/// - `StockroomBench content CATALOG CONTENT PORT` serves `GET /content/{productId}` through the
+///   ContentStore and ContentResponder the download routes use, with no verification in front;
+/// - `StockroomBench verify SIMULATOR_URL COUNT` times receipt verifications against a running
+///   simulator and prints p50/p99 and upstream calls per verification.
 @main
 struct BenchServer {
     static func main() async throws {
-        let arguments = CommandLine.arguments
-        guard arguments.count == 4, let port = Int(arguments[3]) else {
-            FileHandle.standardError.write(Data("usage: stockroom-bench CATALOG CONTENT PORT\n".utf8))
-            exit(2)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        switch (arguments.first, arguments.count) {
+        case ("content", 4):
+            guard let port = Int(arguments[3]) else { usage() }
+            try await serveContent(catalog: arguments[1], content: arguments[2], port: port)
+        case ("verify", 3):
+            guard let count = Int(arguments[2]), count > 0 else { usage() }
+            try await VerificationBench(simulatorURL: arguments[1], count: count).run()
+        default:
+            usage()
         }
+    }
+
+    static func usage() -> Never {
+        FileHandle.standardError.write(Data("usage: StockroomBench content CATALOG CONTENT PORT | verify SIMULATOR_URL COUNT\n".utf8))
+        exit(2)
+    }
+
+    static func serveContent(catalog catalogFolder: String, content: String, port: Int) async throws {
         StreamingMemory.bound()
-        let jail = try ContentJail(folder: arguments[2])
-        let catalog = try CatalogLoader(catalogFolder: arguments[1], jail: jail, digests: DigestCache(file: nil)).load()
+        let jail = try ContentJail(folder: content)
+        let catalog = try CatalogLoader(catalogFolder: catalogFolder, jail: jail, digests: DigestCache(file: nil)).load()
         let responder = ContentResponder(store: LocalContentStore(jail: jail))
 
         let router = Router(options: .autoGenerateHeadEndpoints)
