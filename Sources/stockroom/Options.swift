@@ -33,12 +33,7 @@ struct ServerOptions: ParsableArguments {
         func value(_ flag: String?, _ name: String) -> String? { flag ?? environment["STOCKROOM_\(name)"] }
         var configuration = ServerConfiguration()
         if let host = value(host, "HOST") { configuration.host = host }
-        if let text = value(port.map(String.init), "PORT") {
-            guard let port = Int(text), (0...65535).contains(port) else {
-                throw ValidationError("port must be a number from 0 to 65535, not \"\(text)\"")
-            }
-            configuration.port = port
-        }
+        if let text = value(port.map(String.init), "PORT") { configuration.port = try parsePort(text) }
         if let catalog = value(catalog, "CATALOG") { configuration.catalogFolder = catalog }
         if let content = value(content, "CONTENT") { configuration.contentFolder = content }
         if let database = value(database, "DATABASE") { configuration.databasePath = database }
@@ -83,6 +78,14 @@ struct UpstreamOptions: ParsableArguments {
         try apply(to: &configuration, environment: environment)
         return configuration
     }
+}
+
+/// A TCP port from a flag or variable: 0 (any free port) to 65535.
+func parsePort(_ text: String) throws -> Int {
+    guard let port = Int(text), (0...65535).contains(port) else {
+        throw ValidationError("port must be a number from 0 to 65535, not \"\(text)\"")
+    }
+    return port
 }
 
 /// Prints `stockroom: message` on standard error and exits with `code`.

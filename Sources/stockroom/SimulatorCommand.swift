@@ -37,10 +37,7 @@ struct SimulatorCommand: AsyncParsableCommand {
         func value(_ flag: String?, _ name: String) -> String? { flag ?? environment["STOCKROOM_SIMULATOR_\(name)"] }
         var configuration = SimulatorConfiguration()
         if let host = value(host, "HOST") { configuration.host = host }
-        if let text = value(port.map(String.init), "PORT") {
-            guard let port = Int(text), (0...65535).contains(port) else { throw ValidationError("port must be 0–65535, not \"\(text)\"") }
-            configuration.port = port
-        }
+        if let text = value(port.map(String.init), "PORT") { configuration.port = try parsePort(text) }
         if let bundleID = value(bundleId, "BUNDLE_ID") { configuration.bundleID = bundleID }
         configuration.sharedSecret = value(sharedSecret, "SHARED_SECRET")
         if let text = value(latencyMs.map(String.init), "LATENCY_MS") {

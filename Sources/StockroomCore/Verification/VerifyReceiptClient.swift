@@ -49,33 +49,37 @@ public struct VerifyReceiptClient: Sendable {
             attempts += 1
             let step = await call(environment: environment, body: body, timeout: remaining)
             switch step {
-            case .answer(let response) where response.status == 0 || response.status == 21006:
-                return interpret(response, calledAt: environment)
-            case .answer(let response) where response.status == 21007 && environment == .production && !switchedEnvironment,
-                .answer(let response) where response.status == 21008 && environment == .sandbox && !switchedEnvironment:
-                _ = response
-                environment = environment == .production ? .sandbox : .production
-                switchedEnvironment = true
-                attempts -= 1  // a redirect, not a retry
-                continue
-            case .answer(let response) where response.status == 21007 || response.status == 21008:
-                return .rejected(.environmentMismatch)
-            case .answer(let response) where response.status == 21002:
-                guard !retriedMalformed else { return .rejected(.malformedReceipt) }
-                retriedMalformed = true
-                lastFailure = "status 21002"
-            case .answer(let response) where response.status == 21003:
-                return .rejected(.notAuthentic)
-            case .answer(let response) where Self.isTransient(response):
-                lastFailure = "status \(response.status)"
-            case .answer(let response) where Self.isOurFault(response.status):
-                // A bad request or a wrong shared secret: keep the receipt, fix the configuration.
-                logger.error("verifyReceipt refused our request", metadata: ["status": .stringConvertible(response.status)])
-                return .unavailable(reason: "the App Store refused the request (status \(response.status)); check the shared secret", retryAfter: policy.retryAfter)
-            case .answer(let response):
-                return .rejected(.upstreamStatus(response.status))
             case .transient(let failure):
                 lastFailure = failure
+            case .answer(let response):
+                switch response.status {
+                case 0, 21006:  // 21006: valid, with an expired subscription
+                    return interpret(response, calledAt: environment)
+                case 21007 where environment == .production && !switchedEnvironment,
+                    21008 where environment == .sandbox && !switchedEnvironment:
+                    environment = environment == .production ? .sandbox : .production
+                    switchedEnvironment = true
+                    attempts -= 1  // a redirect, not a retry
+                    continue
+                case 21007, 21008:
+                    return .rejected(.environmentMismatch)
+                case 21002:
+                    guard !retriedMalformed else { return .rejected(.malformedReceipt) }
+                    retriedMalformed = true
+                    lastFailure = "status 21002"
+                case 21003:
+                    return .rejected(.notAuthentic)
+                case _ where Self.isTransient(response):
+                    lastFailure = "status \(response.status)"
+                case let status where Self.isOurFault(status):
+                    // A bad request or a wrong shared secret: keep the receipt, fix the configuration.
+                    logger.error("verifyReceipt refused our request", metadata: ["status": .stringConvertible(status)])
+                    return .unavailable(
+                        reason: "the App Store refused the request (status \(status)); check the shared secret",
+                        retryAfter: policy.retryAfter)
+                case let status:
+                    return .rejected(.upstreamStatus(status))
+                }
             }
             guard attempts < policy.maximumAttempts else { break }
             let wait = policy.backoff(beforeRetry: attempts)
