@@ -6,12 +6,18 @@ public func buildSimulatorApplication(
     configuration: SimulatorConfiguration,
     logger: Logger = Logger(label: "stockroom.simulator")
 ) -> some ApplicationProtocol {
-    let state = SimulatorState(configuration: configuration)
     let router = Router()
-    UpstreamController(state: state).addRoutes(to: router)
-    ControlController(state: state).addRoutes(to: router.group("sim"))
+    addSimulatorRoutes(to: router.group(), configuration: configuration)
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "AppStoreSimulator"),
         logger: logger)
+}
+
+/// Mounts the simulator's routes (`verifyReceipt`, `sandbox/verifyReceipt`, `sim/...`) on
+/// `group`: how `stockroom serve` runs it in-process under `/simulator`.
+public func addSimulatorRoutes<Context: RequestContext>(to group: RouterGroup<Context>, configuration: SimulatorConfiguration) {
+    let state = SimulatorState(configuration: configuration)
+    UpstreamController(state: state).addRoutes(to: group)
+    ControlController(state: state).addRoutes(to: group.group("sim"))
 }

@@ -7,7 +7,7 @@ import StockroomCore
 struct UpstreamController<Context: RequestContext> {
     let state: SimulatorState
 
-    func addRoutes(to router: Router<Context>) {
+    func addRoutes(to router: RouterGroup<Context>) {
         router.post("verifyReceipt") { request, context in
             try await verifyReceipt(request, context: context, environment: .production)
         }

@@ -4,12 +4,15 @@ public import Logging
 import NIOPosix
 public import Prometheus
 import StockroomCore
+import AppStoreSimulator
 
 /// Why the server refused to start; printed as one line by the executable.
 public enum StartupError: Error, CustomStringConvertible {
     case content(ContentPathError)
     case catalog(CatalogError)
     case database(path: String, reason: String)
+    case tokenSecret(path: String, reason: String)
+    case simulatorNeedsPort
 
     public var description: String {
         switch self {
@@ -17,6 +20,8 @@ public enum StartupError: Error, CustomStringConvertible {
         case .catalog(let error):
             "catalogue refused (\(error.problems.count) problem\(error.problems.count == 1 ? "" : "s")): " + error.problems.joined(separator: "; ")
         case .database(let path, let reason): "database \"\(path)\" cannot be opened for writing: \(reason)"
+        case .tokenSecret(let path, let reason): "the download-token secret \"\(path)\" cannot be read or created: \(reason)"
+        case .simulatorNeedsPort: "the built-in simulator (--upstream simulator) needs a fixed --port, not 0"
         }
     }
 }
@@ -48,12 +53,26 @@ public func buildApplication(
     } catch let error as CatalogError {
         throw StartupError.catalog(error)
     }
+    let database: AppDatabase
     do {
-        _ = try AppDatabase(path: configuration.databasePath)
+        database = try AppDatabase(path: configuration.databasePath)
     } catch {
         throw StartupError.database(path: configuration.databasePath, reason: "\(error)")
     }
+    let tokenKey: [UInt8]
+    do {
+        tokenKey = try DownloadTokenSigner.loadKey(configured: configuration.tokenSecret, file: configuration.tokenSecretPath)
+    } catch {
+        throw StartupError.tokenSecret(path: configuration.tokenSecretPath, reason: "\(error)")
+    }
+    if configuration.upstream == .simulator, configuration.port == 0 { throw StartupError.simulatorNeedsPort }
     let catalogStore = CatalogStore(catalog: catalog, loader: loader)
+    let ledger = SQLiteLedger(database: database)
+    let verifier = AppStoreReceiptVerifier(
+        client: VerifyReceiptClient(
+            transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
+            sharedSecret: configuration.sharedSecret, logger: logger),
+        bundleID: configuration.bundleID, cacheInterval: configuration.verificationCacheInterval)
 
     let router = Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware())
@@ -61,6 +80,19 @@ public func buildApplication(
     router.add(middleware: ErrorMiddleware())
     HealthController(catalog: catalogStore, metrics: metrics).addRoutes(to: router)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
+    DownloadController(
+        catalog: catalogStore, ledger: ledger, verifier: verifier,
+        responder: ContentResponder(store: LocalContentStore(jail: jail)),
+        tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
+        bundleID: configuration.bundleID, reverifyInterval: configuration.reverifyInterval
+    ).addRoutes(to: router.group("v1"))
+    if configuration.upstream == .simulator {
+        var simulator = SimulatorConfiguration()
+        simulator.bundleID = configuration.bundleID
+        simulator.sharedSecret = configuration.sharedSecret
+        addSimulatorRoutes(to: router.group("simulator"), configuration: simulator)
+        logger.notice("verifying against the built-in App Store simulator", metadata: ["url": .string(configuration.simulatorURL)])
+    }
 
     logger.info(
         "catalogue loaded",

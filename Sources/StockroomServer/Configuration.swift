@@ -21,6 +21,16 @@ public struct ServerConfiguration: Sendable {
     public var upstream: UpstreamSetting = .simulator
     /// The app's App Store shared secret, sent as verifyReceipt's `password`; never logged.
     public var sharedSecret: String?
+    /// Key of the download tokens; nil keeps a generated one beside the database. Never logged.
+    public var tokenSecret: String?
+    /// How long a download token authorises content.
+    public var tokenLifetime: Duration = .seconds(3600)
+    /// A transaction verified more recently than this is served again without asking Apple.
+    public var reverifyInterval: Duration = .seconds(24 * 3600)
+    /// How long a valid verifyReceipt answer is reused (single receipts, many requests).
+    public var verificationCacheInterval: Duration = .seconds(300)
+    /// The bearer token of `/v1/admin`; the admin routes are off while it is nil.
+    public var adminToken: String?
     /// How often the catalogue watcher looks for changed files.
     public var catalogPollInterval: Duration = .seconds(1)
     public var logLevel: Logger.Level = .info
@@ -29,6 +39,13 @@ public struct ServerConfiguration: Sendable {
 
     /// The digest cache file, kept beside the ledger so the catalogue folder may stay read-only.
     public var digestCachePath: String { databasePath + ".digests.json" }
+
+    /// The generated download-token key, kept beside the ledger (mode 0600).
+    public var tokenSecretPath: String { databasePath + ".token-secret" }
+
+    /// Where the built-in simulator answers when `upstream` is `simulator`: this server, under
+    /// `/simulator`, reached over loopback like any upstream.
+    public var simulatorURL: String { "http://127.0.0.1:\(port)/simulator" }
 }
 
 /// Where upstream verification goes.

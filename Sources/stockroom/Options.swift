@@ -38,6 +38,9 @@ struct ServerOptions: ParsableArguments {
         if let content = value(content, "CONTENT") { configuration.contentFolder = content }
         if let database = value(database, "DATABASE") { configuration.databasePath = database }
         try upstreamOptions.apply(to: &configuration, environment: environment)
+        // Secrets come from the environment only, never from flags a process listing shows.
+        configuration.tokenSecret = environment["STOCKROOM_TOKEN_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
+        configuration.adminToken = environment["STOCKROOM_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         if let text = value(logLevel, "LOG_LEVEL") {
             guard let level = Logger.Level(rawValue: text) else {
                 throw ValidationError("log level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"")

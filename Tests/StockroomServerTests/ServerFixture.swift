@@ -23,6 +23,8 @@ struct ServerFixture {
         configuration.databasePath = root.path + "/stockroom.sqlite"
         configuration.catalogPollInterval = .milliseconds(50)
         configuration.logLevel = .warning
+        // Port 0 rules out the in-process simulator; tests that verify point this at a live one.
+        configuration.upstream = .url("http://127.0.0.1:9")
     }
 
     static func entry(_ id: String, file: String, title: String = "Book") -> String {

@@ -4,6 +4,12 @@ public import GRDB
 ///
 /// SQLite in WAL mode (a `DatabasePool`): readers never block the writer, and the CLI can
 /// work on the file while the server runs. Migrations are append-only.
+///
+/// `synchronous = NORMAL`: in WAL mode a commit survives a crash or kill of the process (it is
+/// in the OS before the call returns); only a power loss can drop the last commits before a
+/// checkpoint. That loss is recoverable: StoreKit keeps a transaction unfinished until the app
+/// acknowledges it, so the app comes back with its receipt. FULL would fsync every download's
+/// three commits and cap throughput at the disk's sync rate.
 public final class AppDatabase: Sendable {
     public let writer: any DatabaseWriter
 
@@ -11,6 +17,10 @@ public final class AppDatabase: Sendable {
     public init(path: String) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
         self.writer = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(writer)
     }
@@ -22,6 +32,38 @@ public final class AppDatabase: Sendable {
             try db.create(table: "stockroom_meta", ifNotExists: true) { table in
                 table.primaryKey("key", .text)
                 table.column("value", .text).notNull()
+            }
+        }
+        migrator.registerMigration("v2: fulfilments and download attempts") { db in
+            let states = FulfilmentState.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+            try db.create(table: "fulfilments") { table in
+                table.primaryKey("transaction_id", .text)
+                table.column("original_transaction_id", .text).notNull().indexed()
+                table.column("product_id", .text).notNull()
+                table.column("bundle_id", .text).notNull()
+                table.column("environment", .text).check(sql: "environment IN ('Production', 'Sandbox')")
+                table.column("proof_kind", .text).notNull().check(sql: "proof_kind IN ('receipt', 'signedTransaction')")
+                table.column("proof", .text).notNull()
+                table.column("state", .text).notNull().indexed().check(sql: "state IN (\(states))")
+                table.column("verified_at", .datetime)
+                table.column("attempts", .integer).notNull().defaults(to: 0).check(sql: "attempts >= 0")
+                table.column("bytes_delivered", .integer).notNull().defaults(to: 0).check(sql: "bytes_delivered >= 0")
+                table.column("last_error", .text)
+                table.column("created_at", .datetime).notNull()
+                table.column("updated_at", .datetime).notNull().indexed()
+                table.column("delivered_at", .datetime)
+                table.column("acknowledged_at", .datetime)
+                table.column("revoked_at", .datetime)
+            }
+            try db.create(table: "download_attempts") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("transaction_id", .text).notNull().indexed()
+                    .references("fulfilments", column: "transaction_id", onDelete: .cascade)
+                table.column("range_start", .integer)
+                table.column("range_end", .integer)
+                table.column("bytes", .integer).notNull().check(sql: "bytes >= 0")
+                table.column("outcome", .text).notNull().check(sql: "outcome IN ('complete', 'interrupted')")
+                table.column("at", .datetime).notNull()
             }
         }
         return migrator
