@@ -123,6 +123,7 @@ let package = Package(
                 "StockroomCore",
                 "AppStoreSimulator",
                 "StockroomTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
@@ -133,6 +134,7 @@ let package = Package(
             dependencies: [
                 "StockroomServer",
                 "StockroomCore",
+                "AppStoreSimulator",
                 "StockroomTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

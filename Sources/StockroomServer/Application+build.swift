@@ -71,7 +71,7 @@ public func buildApplication(
     let verifier = AppStoreReceiptVerifier(
         client: VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
-            sharedSecret: configuration.sharedSecret, logger: logger),
+            sharedSecret: configuration.sharedSecret, policy: configuration.verificationRetryPolicy, logger: logger),
         bundleID: configuration.bundleID, cacheInterval: configuration.verificationCacheInterval)
 
     let router = Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints)

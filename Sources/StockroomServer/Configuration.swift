@@ -29,6 +29,8 @@ public struct ServerConfiguration: Sendable {
     public var reverifyInterval: Duration = .seconds(24 * 3600)
     /// How long a valid verifyReceipt answer is reused (single receipts, many requests).
     public var verificationCacheInterval: Duration = .seconds(300)
+    /// How hard verification tries a failing App Store before answering 503.
+    public var verificationRetryPolicy = RetryPolicy()
     /// The bearer token of `/v1/admin`; the admin routes are off while it is nil.
     public var adminToken: String?
     /// How often the catalogue watcher looks for changed files.

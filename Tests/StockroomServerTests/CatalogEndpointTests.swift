@@ -22,7 +22,7 @@ import StockroomCore
             let version = try #require(body["version"] as? String)
             #expect(response.headers[.eTag] == "\"\(version)\"")
             let products = try #require(body["products"] as? [[String: Any]])
-            #expect(products.count == 1)
+            #expect(products.count == 2)
             #expect(products[0]["productId"] as? String == "com.example.book")
             #expect(products[0]["size"] as? Int == 20_000)
             #expect(products[0]["sha256"] as? String == ByteEncoding.hex(SHA256.hash(ServerFixture.book)))

@@ -31,9 +31,10 @@ import StockroomCore
                 "catalog/products.json",
                 ServerFixture.catalog([
                     ServerFixture.entry("com.example.book", file: "books/book.epub"),
+                    ServerFixture.entry("com.example.big", file: "big.bin"),
                     ServerFixture.entry("com.example.level", file: "level.pak"),
                 ]))
-            #expect(try await Self.waitForCatalog(client) { $0.count == 2 })
+            #expect(try await Self.waitForCatalog(client) { $0.count == 3 })
             let level = try await client.execute(uri: "/v1/catalog/com.example.level", method: .get)
             #expect(level.status == .ok)
         }

@@ -2,6 +2,7 @@ import Foundation
 import StockroomTestSupport
 import Hummingbird
 import Logging
+import StockroomCore
 @testable import StockroomServer
 
 /// A server configuration over temporary catalogue, content and database, port 0.
@@ -10,11 +11,17 @@ struct ServerFixture {
     var configuration: ServerConfiguration
 
     static let book = sampleBytes(count: 20_000)
+    /// Larger than socket buffers, so a client that stops reading interrupts the body.
+    static let big = sampleBytes(count: 8 << 20, seed: 8)
+    static let tokenSecret = "test-token-secret-0123456789abcdef"
 
     init() throws {
         root = try TemporaryFolder()
         try root.write("content/books/book.epub", Self.book)
-        try root.write("catalog/products.json", Self.catalog([Self.entry("com.example.book", file: "books/book.epub")]))
+        try root.write("content/big.bin", Self.big)
+        try root.write(
+            "catalog/products.json",
+            Self.catalog([Self.entry("com.example.book", file: "books/book.epub"), Self.entry("com.example.big", file: "big.bin")]))
         configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
@@ -25,6 +32,9 @@ struct ServerFixture {
         configuration.logLevel = .warning
         // Port 0 rules out the in-process simulator; tests that verify point this at a live one.
         configuration.upstream = .url("http://127.0.0.1:9")
+        configuration.tokenSecret = Self.tokenSecret
+        configuration.verificationRetryPolicy = RetryPolicy(
+            maximumAttempts: 3, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(3))
     }
 
     static func entry(_ id: String, file: String, title: String = "Book") -> String {

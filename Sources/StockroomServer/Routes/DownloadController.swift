@@ -111,6 +111,7 @@ struct DownloadController<Context: RequestContext> {
         guard let row = try await ledger.fulfilment(transactionID), row.productID == tokenProduct else {
             throw DownloadError.unknownTransaction(transactionID)
         }
+        try await ensureNotRevoked(row)
         return try statusResponse(row)
     }
 

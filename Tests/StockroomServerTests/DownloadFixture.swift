@@ -1,0 +1,98 @@
+import AppStoreSimulator
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import StockroomCore
+import StockroomTestSupport
+@testable import StockroomServer
+
+/// A live simulator and a server verifying against it, with the server's ledger readable.
+struct DownloadFixture: Sendable {
+    let control: SimulatorControl
+    let client: any TestClientProtocol
+    let ledger: SQLiteLedger
+
+    static let book = "com.example.book"
+
+    /// Runs `body` with both running; `configure` adjusts the server's configuration.
+    static func run<Value: Sendable>(
+        _ configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @Sendable @escaping (DownloadFixture) async throws -> Value
+    ) async throws -> Value {
+        var simulator = SimulatorConfiguration()
+        simulator.port = 0
+        simulator.bundleID = "com.example.stockroom.demo"
+        return try await buildSimulatorApplication(configuration: simulator).test(.live) { simulatorClient in
+            let control = SimulatorControl(simulatorClient)
+            var server = try ServerFixture()
+            server.configuration.upstream = .url(control.baseURL)
+            configure(&server.configuration)
+            let databasePath = server.configuration.databasePath
+            let root = server.root
+            return try await server.application().test(.live) { client in
+                let ledger = SQLiteLedger(database: try AppDatabase(path: databasePath))
+                let value = try await body(DownloadFixture(control: control, client: client, ledger: ledger))
+                withExtendedLifetime(root) {}  // the temporary folder lives until the test is done
+                return value
+            }
+        }
+    }
+
+    func post(_ fields: [String: String]) async throws -> TestResponse {
+        try await client.execute(uri: "/v1/downloads", method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fields)))
+    }
+
+    func post(_ purchase: SimulatorControl.Purchase, product: String = book, transaction: Bool = true) async throws -> TestResponse {
+        var fields = ["productId": product, "receiptData": purchase.receiptData]
+        if transaction { fields["transactionId"] = purchase.transactionId }
+        return try await post(fields)
+    }
+
+    func get(_ uri: String, token: String?, headers: HTTPFields = [:]) async throws -> TestResponse {
+        var headers = headers
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        return try await client.execute(uri: uri, method: .get, headers: headers)
+    }
+
+    func ack(_ transactionID: String, token: String?) async throws -> TestResponse {
+        var headers: HTTPFields = [:]
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        return try await client.execute(uri: "/v1/downloads/\(transactionID)/ack", method: .post, headers: headers)
+    }
+
+    /// Every row and attempt, to show that a refused request changed nothing.
+    func snapshot() async throws -> [String] {
+        var lines: [String] = []
+        for row in try await ledger.list(FulfilmentFilter(limit: 10_000)).sorted(by: { $0.transactionID < $1.transactionID }) {
+            lines.append("\(row.transactionID) \(row.state.rawValue) attempts=\(row.attempts) bytes=\(row.bytesDelivered) error=\(row.lastError ?? "")")
+            for attempt in try await ledger.attempts(of: row.transactionID) {
+                lines.append("  \(attempt.rangeStart ?? -1)-\(attempt.rangeEnd ?? -1) \(attempt.bytes) \(attempt.outcome.rawValue)")
+            }
+        }
+        return lines
+    }
+
+    /// Waits (up to 5 s) until the ledger satisfies `condition`, as the body's end is recorded after it is sent.
+    func eventually(_ condition: @Sendable () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    static func json(_ response: TestResponse) throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any] ?? [:]
+    }
+
+    static func code(_ response: TestResponse) throws -> String? {
+        (try json(response)["error"] as? [String: Any])?["code"] as? String
+    }
+
+    /// A token minted with the test secret, e.g. already expired.
+    static func token(_ transactionID: String, product: String = book, issuedAt: Date = Date()) -> String {
+        DownloadTokenSigner(key: Array(ServerFixture.tokenSecret.utf8)).token(transactionID: transactionID, productID: product, now: issuedAt)
+    }
+}

@@ -1,0 +1,275 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import StockroomCore
+import StockroomTestSupport
+import Testing
+@testable import StockroomServer
+
+/// The download flow against a live simulator: verify, record, stream, resume, status, ack.
+@Suite struct DownloadTests {
+    @Test func aVerifiedDownloadStreamsTheFileAndRecordsIt() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            let response = try await fixture.post(purchase)
+            #expect(response.status == .ok)
+            #expect(Array(buffer: response.body) == ServerFixture.book)
+            #expect(response.headers[.contentLength] == "20000")
+            #expect(response.headers[.acceptRanges] == "bytes")
+            #expect(response.headers[.eTag] == "\"\(ByteEncoding.hex(SHA256.hash(ServerFixture.book)))\"")
+            #expect(response.headers[.init("Repr-Digest")!] == "sha-256=:\(ByteEncoding.base64(SHA256.hash(ServerFixture.book))):")
+            #expect(response.headers[.init("X-Transaction-Id")!] == purchase.transactionId)
+            #expect(response.headers[.location] == "/v1/downloads/\(purchase.transactionId)/content")
+            #expect(response.headers[.init("X-Download-Token")!]?.hasPrefix("v1.") == true)
+
+            #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
+            let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
+            #expect(row.attempts == 1)
+            #expect(row.bytesDelivered == 20_000)
+            #expect(row.environment == .production)
+            #expect(row.proof == purchase.receiptData)
+            #expect(try await fixture.ledger.attempts(of: purchase.transactionId).map(\.outcome) == [.complete])
+        }
+    }
+
+    @Test func theSamePostAgainIsIdempotentAndSparesTheUpstream() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            for _ in 0..<3 { #expect(try await fixture.post(purchase).status == .ok) }
+            #expect(try await fixture.eventually { try await fixture.ledger.attempts(of: purchase.transactionId).count == 3 })
+            let rows = try await fixture.ledger.list(FulfilmentFilter())
+            #expect(rows.count == 1)
+            #expect(rows.first?.attempts == 3)
+            let calls = try await fixture.control.calls()
+            #expect(calls.total == 1)
+        }
+    }
+
+    @Test func withoutATransactionIDTheProductsPurchaseIsRecorded() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            #expect(try await fixture.post(purchase, transaction: false).status == .ok)
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId) != nil)
+        }
+    }
+
+    @Test func aResumeHonoursRangeAndIfRange() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            let first = try await fixture.post(purchase)
+            let token = try #require(first.headers[.init("X-Download-Token")!])
+            let etag = try #require(first.headers[.eTag])
+            let uri = "/v1/downloads/\(purchase.transactionId)/content"
+
+            let tail = try await fixture.get(uri, token: token, headers: [.range: "bytes=15000-", .ifRange: etag])
+            #expect(tail.status == .partialContent)
+            #expect(Array(buffer: tail.body) == Array(ServerFixture.book[15000...]))
+            #expect(tail.headers[.contentRange] == "bytes 15000-19999/20000")
+            let suffix = try await fixture.get(uri, token: token, headers: [.range: "bytes=-100"])
+            #expect(Array(buffer: suffix.body) == Array(ServerFixture.book.suffix(100)))
+            let stale = try await fixture.get(uri, token: token, headers: [.range: "bytes=15000-", .ifRange: "\"old\""])
+            #expect(stale.status == .ok)
+            #expect(Array(buffer: stale.body) == ServerFixture.book)
+            let beyond = try await fixture.get(uri, token: token, headers: [.range: "bytes=20000-"])
+            #expect(beyond.status == .rangeNotSatisfiable)
+            #expect(beyond.headers[.contentRange] == "bytes */20000")
+            #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.attempts == 5 })
+            let calls = try await fixture.control.calls()
+            #expect(calls.total == 1, "resumes need no upstream call")
+        }
+    }
+
+    @Test func tokensAreRequiredAuthenticAndUnexpired() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            let other = try await fixture.control.purchase(DownloadFixture.book)
+            let otherToken = try #require(try await fixture.post(other).headers[.init("X-Download-Token")!])
+            _ = try await fixture.post(purchase)
+            #expect(try await fixture.eventually { try await fixture.ledger.attempts(of: purchase.transactionId).count == 1 })
+            let before = try await fixture.snapshot()
+            let uri = "/v1/downloads/\(purchase.transactionId)/content"
+            let cases: [(String?, HTTPResponse.Status, String)] = [
+                (nil, .unauthorized, "token_missing"),
+                ("garbage", .forbidden, "token_invalid"),
+                (otherToken, .forbidden, "token_invalid"),
+                (DownloadFixture.token(purchase.transactionId, issuedAt: Date(timeIntervalSinceNow: -7200)), .unauthorized, "token_expired"),
+            ]
+            for (token, status, code) in cases {
+                let response = try await fixture.get(uri, token: token)
+                #expect(response.status == status)
+                #expect(try DownloadFixture.code(response) == code)
+            }
+            #expect(try await fixture.snapshot() == before)
+        }
+    }
+
+    @Test func statusAndAckTellWhenItIsSafeToFinish() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            let token = try #require(try await fixture.post(purchase).headers[.init("X-Download-Token")!])
+            #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
+            let status = try DownloadFixture.json(try await fixture.get("/v1/downloads/\(purchase.transactionId)", token: token))
+            #expect(status["state"] as? String == "delivered")
+            #expect(status["safeToFinish"] as? Bool == false)
+            #expect(status["bytesDelivered"] as? Int == 20_000)
+
+            let ack = try await fixture.ack(purchase.transactionId, token: token)
+            #expect(ack.status == .ok)
+            #expect(try DownloadFixture.json(ack)["safeToFinish"] as? Bool == true)
+            #expect(try await fixture.ack(purchase.transactionId, token: token).status == .ok, "ack is idempotent")
+            // An expired but authentic token still reads the status.
+            let late = try await fixture.get("/v1/downloads/\(purchase.transactionId)", token: DownloadFixture.token(purchase.transactionId, issuedAt: Date(timeIntervalSinceNow: -7200)))
+            #expect(try DownloadFixture.json(late)["state"] as? String == "acknowledged")
+        }
+    }
+
+    @Test func aClientThatDisconnectsLeavesTheTransactionVerifiedWithItsBytesLogged() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase("com.example.big")
+            let body = try JSONSerialization.data(withJSONObject: ["productId": "com.example.big", "transactionId": purchase.transactionId, "receiptData": purchase.receiptData])
+            let impatient = CurlHTTPClient(configuration: .init(maximumResponseBytes: 256 * 1024))
+            await #expect(throws: UpstreamError.responseTooLarge(limit: 256 * 1024)) {
+                _ = try await impatient.send(UpstreamRequest(method: .post, url: "http://127.0.0.1:\(fixture.client.port!)/v1/downloads", body: Array(body)))
+            }
+            #expect(try await fixture.eventually { try await !fixture.ledger.attempts(of: purchase.transactionId).isEmpty })
+            let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
+            #expect(row.state == .verified)
+            #expect(row.bytesDelivered > 0 && row.bytesDelivered < Int64(ServerFixture.big.count))
+            #expect(try await fixture.ledger.attempts(of: purchase.transactionId).map(\.outcome) == [.interrupted])
+
+            // Not delivered yet, so not acknowledgeable; a resume of the rest delivers it.
+            let token = DownloadFixture.token(purchase.transactionId, product: "com.example.big")
+            let early = try await fixture.ack(purchase.transactionId, token: token)
+            #expect(early.status == .conflict)
+            #expect(try DownloadFixture.code(early) == "not_delivered")
+            let rest = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=\(row.bytesDelivered)-"])
+            #expect(Array(buffer: rest.body) == Array(ServerFixture.big[Int(row.bytesDelivered)...]))
+            #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
+        }
+    }
+
+    @Test func anUnavailableUpstreamKeepsTheReceiptAsPending() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 10])
+            let response = try await fixture.post(purchase)
+            #expect(response.status == .serviceUnavailable)
+            #expect(try DownloadFixture.code(response) == "upstream_unavailable")
+            #expect(response.headers[.retryAfter] == "30")
+            let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
+            #expect(row.state == .pending)
+            #expect(row.proof == purchase.receiptData)
+            #expect(row.lastError?.contains("HTTP 503") == true)
+
+            // Once Apple answers again, the same request verifies and delivers.
+            _ = try await fixture.control.client.execute(uri: "/sim/faults", method: .delete)
+            #expect(try await fixture.post(purchase).status == .ok)
+            #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
+        }
+    }
+
+    @Test func aRejectedReceiptAddsNoRow() async throws {
+        try await DownloadFixture.run { fixture in
+            let foreign = try await fixture.control.purchase(["productId": DownloadFixture.book, "bundleId": "com.example.other"])
+            let book = try await fixture.control.purchase(DownloadFixture.book)
+            let garbage = ByteEncoding.base64(Array("not a receipt".utf8))
+            let cases: [([String: String], String)] = [
+                (["productId": DownloadFixture.book, "transactionId": foreign.transactionId, "receiptData": foreign.receiptData], "bundle_mismatch"),
+                (["productId": "com.example.big", "receiptData": book.receiptData], "product_not_in_receipt"),
+                (["productId": DownloadFixture.book, "transactionId": "2999", "receiptData": book.receiptData], "transaction_not_in_receipt"),
+                (["productId": DownloadFixture.book, "transactionId": "2999", "receiptData": garbage], "receipt_malformed"),
+            ]
+            for (fields, code) in cases {
+                let response = try await fixture.post(fields)
+                #expect(response.status == .forbidden)
+                #expect(try DownloadFixture.code(response) == code)
+                #expect((try DownloadFixture.json(response)["error"] as? [String: Any])?["kind"] as? String == "receipt_rejected")
+            }
+            #expect(try await fixture.snapshot() == [])
+        }
+    }
+
+    @Test func aRevokedTransactionIsRefusedOnEveryRoute() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            let token = try #require(try await fixture.post(purchase).headers[.init("X-Download-Token")!])
+            #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
+            _ = try await fixture.ledger.revokePurchase(originalTransactionID: purchase.originalTransactionId, reason: "test")
+            let before = try await fixture.snapshot()
+            let responses = [
+                try await fixture.post(purchase),
+                try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token),
+                try await fixture.get("/v1/downloads/\(purchase.transactionId)", token: token),
+                try await fixture.ack(purchase.transactionId, token: token),
+            ]
+            for response in responses {
+                #expect(response.status == .forbidden)
+                #expect(try DownloadFixture.code(response) == "revoked")
+            }
+            #expect(try await fixture.snapshot() == before)
+        }
+    }
+
+    @Test func aRefundAppleReportsRevokesThePurchaseAndItsRestores() async throws {
+        try await DownloadFixture.run { fixture in
+            let original = try await fixture.control.purchase(DownloadFixture.book)
+            #expect(try await fixture.post(original).status == .ok)
+            let restore = try await fixture.control.purchase(["productId": DownloadFixture.book, "originalTransactionId": original.transactionId])
+            let restored = try await fixture.post(restore)
+            #expect(restored.status == .ok, "a restore is served as the same purchase")
+            #expect(try await fixture.ledger.fulfilment(restore.transactionId)?.originalTransactionID == original.transactionId)
+
+            try await fixture.control.refund(original.transactionId)
+            let fresh = try await fixture.control.purchase(["productId": DownloadFixture.book, "deviceId": original.deviceId])
+            // A newer receipt of the device tells of the refund; the ledger revokes the purchase.
+            let response = try await fixture.post(["productId": DownloadFixture.book, "transactionId": original.transactionId, "receiptData": fresh.receiptData])
+            #expect(try DownloadFixture.code(response) == "revoked")
+            #expect(try await fixture.ledger.fulfilment(original.transactionId)?.state == .revoked)
+            #expect(try await fixture.ledger.fulfilment(restore.transactionId)?.state == .revoked)
+        }
+    }
+
+    @Test(arguments: [
+        (#"not json"#, HTTPResponse.Status.badRequest, "bad_request"),
+        (#"[]"#, .badRequest, "bad_request"),
+        (#"{}"#, .badRequest, "bad_request"),
+        (#"{"productId": 5, "receiptData": "AAAA"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "bad..id", "receiptData": "AAAA"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "receiptData": "AAAA", "signedTransaction": "a.b.c"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "receiptData": "%%%"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "receiptData": "AAAA", "transactionId": "../x"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "signedTransaction": "a.b.c"}"#, .notImplemented, "signed_transaction_unsupported"),
+        (#"{"productId": "com.example.nope", "receiptData": "AAAA"}"#, .notFound, "unknown_product"),
+    ])
+    func badRequestsAreRefusedAndChangeNothing(body: String, status: HTTPResponse.Status, code: String) async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            _ = try await fixture.post(purchase)
+            #expect(try await fixture.eventually { try await fixture.ledger.attempts(of: purchase.transactionId).count == 1 })
+            let before = try await fixture.snapshot()
+            let response = try await fixture.client.execute(uri: "/v1/downloads", method: .post, body: ByteBuffer(string: body))
+            #expect(response.status == status)
+            #expect(try DownloadFixture.code(response) == code)
+            #expect(try await fixture.snapshot() == before)
+            let calls = try await fixture.control.calls()
+            #expect(calls.total == 1, "a refused request never reaches the App Store")
+        }
+    }
+
+    @Test func oversizedBodiesAndBadPathsAreRefused() async throws {
+        try await DownloadFixture.run { fixture in
+            let tooLarge = try await fixture.client.execute(
+                uri: "/v1/downloads", method: .post, body: ByteBuffer(string: #"{"productId": "com.example.book", "receiptData": ""# + String(repeating: "A", count: 1 << 20) + #""}"#))
+            #expect(tooLarge.status == .contentTooLarge)
+            #expect(try DownloadFixture.code(tooLarge) == "body_too_large")
+            let badID = try await fixture.get("/v1/downloads/a%20b/content", token: "x")
+            #expect(badID.status == .badRequest)
+            let unknown = try await fixture.get("/v1/downloads/2999/content", token: DownloadFixture.token("2999"))
+            #expect(unknown.status == .notFound)
+            #expect(try DownloadFixture.code(unknown) == "unknown_transaction")
+            #expect(try await fixture.snapshot() == [])
+        }
+    }
+}
