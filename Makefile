@@ -21,6 +21,7 @@ test: deps
 	$(SWIFT) test
 	$(SWIFT) build --product stockroom
 	.ci/cli-tests .build/debug/stockroom
+	.ci/crash-test .build/debug/stockroom
 
 bench:
 	@.ci/install-deps --bench

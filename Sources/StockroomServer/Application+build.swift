@@ -86,6 +86,10 @@ public func buildApplication(
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
         bundleID: configuration.bundleID, reverifyInterval: configuration.reverifyInterval
     ).addRoutes(to: router.group("v1"))
+    if let adminToken = configuration.adminToken {
+        AdminController(ledger: ledger, refulfilment: Refulfilment(ledger: ledger, verifier: verifier), token: adminToken)
+            .addRoutes(to: router.group("v1"))
+    }
     if configuration.upstream == .simulator {
         var simulator = SimulatorConfiguration()
         simulator.bundleID = configuration.bundleID

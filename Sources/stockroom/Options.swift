@@ -51,7 +51,7 @@ struct ServerOptions: ParsableArguments {
     }
 }
 
-/// Where and how receipts are verified: shared by `serve`, `receipt verify` and the operator commands.
+/// Where and how receipts are verified (part of `ServerOptions`).
 struct UpstreamOptions: ParsableArguments {
     @Option(help: "The app's bundle ID that receipts must carry (STOCKROOM_BUNDLE_ID; default com.example.stockroom.demo).")
     var bundleId: String?
@@ -73,13 +73,6 @@ struct UpstreamOptions: ParsableArguments {
         if let secret = sharedSecret ?? environment["STOCKROOM_SHARED_SECRET"], !secret.isEmpty {
             configuration.sharedSecret = secret
         }
-    }
-
-    /// A configuration with only the upstream settings applied.
-    func configuration(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerConfiguration {
-        var configuration = ServerConfiguration()
-        try apply(to: &configuration, environment: environment)
-        return configuration
     }
 }
 

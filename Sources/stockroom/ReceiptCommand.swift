@@ -16,14 +16,14 @@ struct ReceiptCommand: AsyncParsableCommand {
             abstract: "Ask the App Store about a base64 receipt and print the verdict.",
             discussion: """
                 Exit status: 0 valid, 1 invalid, 2 unavailable (the App Store did not answer usably;
-                try again later). With --upstream simulator it asks the simulator at
-                http://127.0.0.1:9090 (run `stockroom simulator`).
+                try again later). With --upstream simulator it asks the simulator built into the
+                server on --port (http://127.0.0.1:8080/simulator by default).
                 """)
 
         @Argument(help: "A file holding the base64 receipt, or - for standard input.")
         var file: String
 
-        @OptionGroup var upstreamOptions: UpstreamOptions
+        @OptionGroup var options: ServerOptions
 
         @Option(help: "Also check that the receipt holds a purchase of this product.")
         var productId: String?
@@ -35,7 +35,7 @@ struct ReceiptCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let configuration = try upstreamOptions.configuration()
+            let configuration = try options.configuration()
             let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
             guard let data else { fail("\(file) cannot be read") }
             let receipt = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -44,7 +44,7 @@ struct ReceiptCommand: AsyncParsableCommand {
             var logger = Logger(label: "stockroom.receipt")
             logger.logLevel = .critical
             let client = VerifyReceiptClient(
-                transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: "http://127.0.0.1:9090"),
+                transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
                 sharedSecret: configuration.sharedSecret, logger: logger)
             let verifier = AppStoreReceiptVerifier(client: client, bundleID: configuration.bundleID, cacheInterval: .zero)
             let verdict = await verifier.verify(

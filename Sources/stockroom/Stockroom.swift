@@ -10,6 +10,9 @@ struct Stockroom: AsyncParsableCommand {
             Every option also reads STOCKROOM_<OPTION> from the environment (--bundle-id reads
             STOCKROOM_BUNDLE_ID); a flag on the command line wins over the environment.
             """,
-        subcommands: [Serve.self, SimulatorCommand.self, CatalogCommand.self, ReceiptCommand.self]
+        subcommands: [
+            Serve.self, SimulatorCommand.self, FulfilmentsCommand.self, RefulfilCommand.self, RevokeCommand.self,
+            CatalogCommand.self, ReceiptCommand.self,
+        ]
     )
 }

@@ -35,4 +35,14 @@ import Testing
             "\(error)".hasPrefix("database \"\(fixture.configuration.databasePath)\" cannot be opened for writing")
         }
     }
+
+    @Test func theBuiltInSimulatorNeedsAFixedPort() async throws {
+        var fixture = try ServerFixture()
+        fixture.configuration.upstream = .simulator
+        await #expect {
+            _ = try await fixture.application()
+        } throws: { error in
+            "\(error)".contains("needs a fixed --port")
+        }
+    }
 }

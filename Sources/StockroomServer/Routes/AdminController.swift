@@ -1,0 +1,125 @@
+import Foundation
+import Hummingbird
+import StockroomCore
+
+/// `/v1/admin`: the operator's actions over HTTP (list, show, re-fulfil, revoke), behind a
+/// bearer token compared in constant time. Not mounted at all when no token is configured.
+struct AdminController<Context: RequestContext> {
+    let ledger: any Ledger
+    let refulfilment: Refulfilment
+    let token: String
+
+    func addRoutes(to group: RouterGroup<Context>) {
+        let admin = group.group("admin").add(middleware: AdminAuthentication(token: token))
+        admin.get("fulfilments", use: list)
+        admin.get("fulfilments/:transactionId", use: show)
+        admin.post("fulfilments/:transactionId/refulfil", use: refulfil)
+        admin.post("fulfilments/:transactionId/revoke", use: revoke)
+    }
+
+    @Sendable func list(_ request: Request, context: Context) async throws -> Response {
+        var filter = FulfilmentFilter(productID: request.uri.queryParameters.get("product"))
+        if let state = request.uri.queryParameters.get("state") {
+            guard let parsed = FulfilmentState(rawValue: state) else { throw AdminError.badRequest("unknown state \"\(state)\"") }
+            filter.states = [parsed]
+        }
+        if let since = request.uri.queryParameters.get("since") {
+            guard let date = try? Date(since, strategy: .iso8601) else { throw AdminError.badRequest("since must be an ISO 8601 time") }
+            filter.since = date
+        }
+        if let limit = request.uri.queryParameters.get("limit") {
+            guard let value = Int(limit), (1...10_000).contains(value) else { throw AdminError.badRequest("limit must be 1–10000") }
+            filter.limit = value
+        }
+        let rows = try await ledger.list(filter)
+        return Self.json(["fulfilments": rows.map { FulfilmentView.object($0) }])
+    }
+
+    @Sendable func show(_ request: Request, context: Context) async throws -> Response {
+        let id = try Self.transactionID(context)
+        guard let row = try await ledger.fulfilment(id) else { throw DownloadError.unknownTransaction(id) }
+        return Self.json(FulfilmentView.object(row, attempts: try await ledger.attempts(of: id)))
+    }
+
+    @Sendable func refulfil(_ request: Request, context: Context) async throws -> Response {
+        let id = try Self.transactionID(context)
+        let dryRun = request.uri.queryParameters.get("dryRun") == "true"
+        do {
+            return Self.json(FulfilmentView.object(try await refulfilment.refulfil(id, dryRun: dryRun)))
+        } catch LedgerError.unknownTransaction {
+            throw DownloadError.unknownTransaction(id)
+        }
+    }
+
+    @Sendable func revoke(_ request: Request, context: Context) async throws -> Response {
+        let id = try Self.transactionID(context)
+        let body = try await request.body.collect(upTo: context.maxUploadSize)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
+            let reason = object["reason"] as? String, !reason.isEmpty
+        else { throw AdminError.badRequest("the body must be {\"reason\": \"…\"}") }
+        do {
+            let changed = try await refulfilment.revoke(id, reason: reason)
+            return Self.json(["revoked": changed.map(\.transactionID)])
+        } catch LedgerError.unknownTransaction {
+            throw DownloadError.unknownTransaction(id)
+        }
+    }
+
+    private static func transactionID(_ context: Context) throws -> String {
+        let id = try context.parameters.require("transactionId")
+        guard TransactionID.isValid(id) else { throw AdminError.badRequest("the transaction ID is malformed") }
+        return id
+    }
+
+    private static func json(_ object: Any) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(string: FulfilmentView.json(object))))
+    }
+}
+
+/// Lets a request through only with `Authorization: Bearer <admin token>`.
+struct AdminAuthentication<Context: RequestContext>: RouterMiddleware {
+    let token: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else { throw AdminError.tokenMissing }
+        guard constantTimeEquals(Array(header.dropFirst(7).utf8), Array(token.utf8)) else { throw AdminError.tokenInvalid }
+        return try await next(request, context)
+    }
+}
+
+/// Errors of the admin API.
+enum AdminError: APIError {
+    case badRequest(String)
+    case tokenMissing
+    case tokenInvalid
+
+    var status: HTTPResponse.Status {
+        switch self {
+        case .badRequest: .badRequest
+        case .tokenMissing: .unauthorized
+        case .tokenInvalid: .forbidden
+        }
+    }
+
+    var code: String {
+        switch self {
+        case .badRequest: "bad_request"
+        case .tokenMissing: "admin_token_missing"
+        case .tokenInvalid: "admin_token_invalid"
+        }
+    }
+
+    var message: String {
+        switch self {
+        case .badRequest(let detail): detail
+        case .tokenMissing: "Send \"Authorization: Bearer <STOCKROOM_ADMIN_TOKEN>\"."
+        case .tokenInvalid: "The admin token is wrong."
+        }
+    }
+
+    var headers: HTTPFields { self == .tokenMissing ? [.wwwAuthenticate: "Bearer"] : [:] }
+}
+
+extension AdminError: Equatable {}

@@ -1,0 +1,93 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import StockroomCore
+import StockroomTestSupport
+import Testing
+@testable import StockroomServer
+
+/// `/v1/admin`: a bearer token, then the operator's list, show, re-fulfil and revoke.
+@Suite struct AdminTests {
+    static let token = "admin-token-for-tests"
+
+    static func admin(_ fixture: DownloadFixture, _ uri: String, method: HTTPRequest.Method = .get, token: String? = AdminTests.token, body: String? = nil) async throws -> TestResponse {
+        var headers: HTTPFields = [:]
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        return try await fixture.client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
+    }
+
+    @Test func adminRoutesAreOffWithoutAConfiguredToken() async throws {
+        try await DownloadFixture.run { fixture in
+            let response = try await Self.admin(fixture, "/v1/admin/fulfilments")
+            #expect(response.status == .notFound)
+        }
+    }
+
+    @Test func aMissingOrWrongTokenIsRefused() async throws {
+        try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
+            let missing = try await Self.admin(fixture, "/v1/admin/fulfilments", token: nil)
+            #expect(missing.status == .unauthorized)
+            #expect(try DownloadFixture.code(missing) == "admin_token_missing")
+            let wrong = try await Self.admin(fixture, "/v1/admin/fulfilments", token: Self.token + "x")
+            #expect(wrong.status == .forbidden)
+            #expect(try DownloadFixture.code(wrong) == "admin_token_invalid")
+        }
+    }
+
+    @Test func listShowRefulfilAndRevoke() async throws {
+        try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 10])
+            #expect(try await fixture.post(purchase).status == .serviceUnavailable)
+            _ = try await fixture.control.client.execute(uri: "/sim/faults", method: .delete)
+
+            let pending = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments?state=pending"))
+            #expect((pending["fulfilments"] as? [[String: Any]])?.map { $0["transactionId"] as? String } == [purchase.transactionId])
+            let shown = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)"))
+            #expect(shown["state"] as? String == "pending")
+            #expect(shown["proof"] == nil && shown["proofLength"] as? Int == purchase.receiptData.utf8.count, "the receipt itself is never shown")
+
+            let dry = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/refulfil?dryRun=true", method: .post))
+            #expect(dry["after"] as? String == "verified")
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .pending)
+            let done = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/refulfil", method: .post))
+            #expect(done["outcome"] as? String == "verified")
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .verified)
+
+            let badRevoke = try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/revoke", method: .post, body: "{}")
+            #expect(badRevoke.status == .badRequest)
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .verified)
+            let revoked = try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/revoke", method: .post, body: #"{"reason": "chargeback"}"#)
+            #expect(revoked.status == .ok)
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
+            #expect(try DownloadFixture.code(try await fixture.post(purchase)) == "revoked", "the server reads the new state at once")
+        }
+    }
+
+    @Test func refulfilmentOfARefundedPurchaseRevokesIt() async throws {
+        try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            #expect(try await fixture.post(purchase).status == .ok)
+            try await fixture.control.refund(purchase.transactionId)
+            let outcome = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/refulfil", method: .post))
+            #expect(outcome["outcome"] as? String == "revoked")
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
+        }
+    }
+
+    @Test(arguments: [
+        ("/v1/admin/fulfilments?state=shipped", HTTPResponse.Status.badRequest, "bad_request"),
+        ("/v1/admin/fulfilments?limit=0", .badRequest, "bad_request"),
+        ("/v1/admin/fulfilments?since=yesterday", .badRequest, "bad_request"),
+        ("/v1/admin/fulfilments/2999", .notFound, "unknown_transaction"),
+        ("/v1/admin/fulfilments/a%20b", .badRequest, "bad_request"),
+    ])
+    func badAdminRequestsAreRefused(uri: String, status: HTTPResponse.Status, code: String) async throws {
+        try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
+            let response = try await Self.admin(fixture, uri)
+            #expect(response.status == status)
+            #expect(try DownloadFixture.code(response) == code)
+        }
+    }
+}
