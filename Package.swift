@@ -97,12 +97,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // `make bench` only: streams catalogue content with no verification in front.
+        // `make bench` only: verification and download timings.
         .executableTarget(
             name: "StockroomBench",
             dependencies: [
                 "StockroomCore",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

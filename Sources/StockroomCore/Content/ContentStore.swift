@@ -1,7 +1,11 @@
 public import Hummingbird
 import NIOCore
 import NIOPosix
-import _NIOFileSystem
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Where content bytes come from: a folder of files, confined to it.
 ///
@@ -24,9 +28,9 @@ public struct PreparedContent: Sendable {
     public let representation: ContentRepresentation
 }
 
-/// The content folder on local disk, read through NIO's file system on its thread pool.
+/// The content folder on local disk, read with `pread` on NIO's thread pool.
 public struct LocalContentStore: ContentStore {
-    /// 256 KiB: NIO reads up to 8 chunks ahead of the socket, so one stream holds at most 2 MiB.
+    /// 256 KiB: one download holds two chunks, plus what the channel has not yet written.
     public static let defaultChunkSize = 256 * 1024
 
     public let jail: ContentJail
@@ -55,24 +59,27 @@ public struct LocalContentStore: ContentStore {
         _ content: PreparedContent, range: ClosedRange<Int64>, to writer: inout any ResponseBodyWriter,
         progress: @Sendable (Int) -> Void
     ) async throws {
-        let fileSystem = FileSystem(threadPool: threadPool)
-        let handle = try await fileSystem.openFile(forReadingAt: FilePath(content.absolutePath), options: .init())
-        do {
-            let info = try await handle.info()
-            guard let status = info.platformSpecificStatus, Self.matches(FileStamp(status), content.representation) else {
-                throw ContentError.changedSinceHashed(content.representation.path)
-            }
-            let chunks = handle.readChunks(in: range.lowerBound..<(range.upperBound + 1), chunkLength: .bytes(Int64(chunkSize)))
-            for try await chunk in chunks {
-                let count = chunk.readableBytes
-                try await writer.write(chunk)
-                progress(count)
-            }
-        } catch {
-            try? await handle.close()
-            throw error
+        let path = content.absolutePath
+        let file = try await threadPool.runIfActive { try OpenContentFile(path: path) }
+        guard Self.matches(file.stamp, content.representation) else {
+            throw ContentError.changedSinceHashed(content.representation.path)
         }
-        try await handle.close()
+        // Two buffers per download, alternating: by the time one comes round again the channel
+        // has usually written and released it, so its memory is reused rather than allocated.
+        let slots = [ChunkSlot(capacity: chunkSize), ChunkSlot(capacity: chunkSize)]
+        var offset = range.lowerBound
+        var turn = 0
+        while offset <= range.upperBound {
+            let slot = slots[turn % 2]
+            turn += 1
+            let length = Int(min(Int64(chunkSize), range.upperBound - offset + 1))
+            let start = offset
+            let count = try await threadPool.runIfActive { try slot.read(file, at: start, length: length) }
+            guard count > 0 else { throw ContentError.changedSinceHashed(content.representation.path) }  // it shrank
+            try await writer.write(slot.buffer)
+            progress(count)
+            offset += Int64(count)
+        }
     }
 
     private static func matches(_ stamp: FileStamp, _ representation: ContentRepresentation) -> Bool {
@@ -82,3 +89,43 @@ public struct LocalContentStore: ContentStore {
     }
 }
 
+
+/// An open content file: the descriptor, closed in `deinit`, and its stamp from `fstat`.
+final class OpenContentFile: Sendable {
+    let descriptor: Int32
+    let stamp: FileStamp
+
+    init(path: String) throws {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ContentError.changedSinceHashed(path) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            close(descriptor)
+            throw ContentError.changedSinceHashed(path)
+        }
+        self.descriptor = descriptor
+        self.stamp = FileStamp(status)
+    }
+
+    deinit { close(descriptor) }
+}
+
+/// A reusable read buffer. Used by one download at a time, by the pool thread during a read and
+/// by the download's task between reads, never both at once.
+final class ChunkSlot: @unchecked Sendable {
+    private(set) var buffer: ByteBuffer
+
+    init(capacity: Int) {
+        buffer = ByteBufferAllocator().buffer(capacity: capacity)
+    }
+
+    /// Reads up to `length` bytes at `offset` into the buffer, replacing what it held. Blocking.
+    func read(_ file: OpenContentFile, at offset: Int64, length: Int) throws -> Int {
+        buffer.clear()
+        return try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { pointer in
+            let count = pread(file.descriptor, pointer.baseAddress, length, off_t(offset))
+            guard count >= 0 else { throw IOError(errnoCode: errno, reason: "pread") }
+            return count
+        }
+    }
+}

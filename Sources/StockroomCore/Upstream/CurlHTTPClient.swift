@@ -26,16 +26,18 @@ public final class CurlHTTPClient: HTTPTransport {
     private let threadPool: NIOThreadPool
     private let idleHandles = Mutex<[CurlEasyHandle]>([])
 
-    /// A client running its transfers on `threadPool` (by default a process-wide pool of 16
+    /// A client running its transfers on `threadPool` (by default a process-wide pool of 64
     /// threads kept apart from file I/O, so slow upstreams cannot stall content streaming).
     public init(configuration: Configuration = .init(), threadPool: NIOThreadPool = CurlHTTPClient.sharedThreadPool) {
         self.configuration = configuration
         self.threadPool = threadPool
     }
 
-    /// Upstream calls block a thread each for up to the total timeout; 16 bound their concurrency.
+    /// Upstream calls block a thread each for Apple's whole latency, so the pool bounds how many
+    /// verifications run at once: 64 allow 1,280/s at 50 ms upstream latency. Idle threads cost
+    /// little; a saturated pool queues calls rather than failing them.
     public static let sharedThreadPool: NIOThreadPool = {
-        let pool = NIOThreadPool(numberOfThreads: 16)
+        let pool = NIOThreadPool(numberOfThreads: 64)
         pool.start()
         return pool
     }()

@@ -1,0 +1,30 @@
+import Foundation
+import Hummingbird
+import StockroomCore
+
+/// `make bench` only, never shipped:
+/// - `StockroomBench verify SIMULATOR_URL COUNT` times receipt verifications against a running
+///   simulator: p50/p99 and upstream calls per verification;
+/// - `StockroomBench downloads SERVER_URL SIMULATOR_URL PRODUCT COUNT CONCURRENCY` measures
+///   verified downloads per second.
+@main
+struct StockroomBench {
+    static func main() async throws {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        switch (arguments.first, arguments.count) {
+        case ("verify", 3):
+            guard let count = Int(arguments[2]), count > 0 else { usage() }
+            try await VerificationBench(simulatorURL: arguments[1], count: count).run()
+        case ("downloads", 6):
+            guard let count = Int(arguments[4]), let concurrency = Int(arguments[5]), count > 0, concurrency > 0 else { usage() }
+            try await DownloadBench(serverURL: arguments[1], simulatorURL: arguments[2], productID: arguments[3], count: count, concurrency: concurrency).run()
+        default:
+            usage()
+        }
+    }
+
+    static func usage() -> Never {
+        FileHandle.standardError.write(Data("usage: StockroomBench verify SIMULATOR_URL COUNT | downloads SERVER_URL SIMULATOR_URL PRODUCT COUNT CONCURRENCY\n".utf8))
+        exit(2)
+    }
+}
