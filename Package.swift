@@ -55,6 +55,8 @@ let package = Package(
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
+            // Apple's public roots: Root CA - G3 (StoreKit 2 JWS) and Apple Inc. Root (app receipts).
+            resources: [.copy("Resources/AppleRootCA-G3.pem"), .copy("Resources/AppleIncRootCertificate.pem")],
             swiftSettings: swiftSettings
         ),
         // The Hummingbird application.

@@ -7,6 +7,8 @@ actor SimulatorState {
     let configuration: SimulatorConfiguration
     /// Receipts are signed with this; a new key per simulator run.
     private let signingKey = secureRandomBytes(count: 32)
+    /// Signs StoreKit 2 transactions; its root is what a server pointed here trusts.
+    let signingChain: SigningChain
     private var transactions: [String: SimulatedTransaction] = [:]
     /// Transaction IDs per device, in purchase order.
     private var devices: [String: [String]] = [:]
@@ -14,8 +16,9 @@ actor SimulatorState {
     private var faults: [(fault: Fault, remaining: Int)] = []
     private(set) var stats = SimulatorStats()
 
-    init(configuration: SimulatorConfiguration) {
+    init(configuration: SimulatorConfiguration, signingChain: SigningChain) {
         self.configuration = configuration
+        self.signingChain = signingChain
     }
 
     // MARK: Control API
@@ -26,6 +29,7 @@ actor SimulatorState {
         var environment: StoreEnvironment?
         var originalTransactionId: String?
         var deviceId: String?
+        var appAccountToken: String?
     }
 
     struct PurchaseResult: Encodable {
@@ -36,6 +40,7 @@ actor SimulatorState {
         var environment: StoreEnvironment
         var deviceId: String
         var receiptData: String
+        var signedTransaction: String
     }
 
     /// Sells `request.productId`; with `originalTransactionId`, a restore of that purchase.
@@ -65,7 +70,7 @@ actor SimulatorState {
         return PurchaseResult(
             transactionId: id, originalTransactionId: transaction.originalTransactionID, productId: transaction.productID,
             bundleId: transaction.bundleID, environment: transaction.environment, deviceId: transaction.deviceID,
-            receiptData: receipt)
+            receiptData: receipt, signedTransaction: try signedTransaction(transaction, appAccountToken: request.appAccountToken, at: now))
     }
 
     /// Cancels a transaction as a refund does; refunding twice keeps the first date.
@@ -134,6 +139,26 @@ actor SimulatorState {
                 inApp: inApp),
             latestReceiptInfo: latest.map(VerifyReceiptBody.InApp.init),
             latestReceipt: receiptData)
+    }
+
+    /// The StoreKit 2 JWS of `transaction`, as Apple's `JWSTransactionDecodedPayload`.
+    private func signedTransaction(_ transaction: SimulatedTransaction, appAccountToken: String?, at now: Int64) throws(SimulatorError) -> String {
+        var payload: [String: Any] = [
+            "transactionId": transaction.transactionID, "originalTransactionId": transaction.originalTransactionID,
+            "productId": transaction.productID, "bundleId": transaction.bundleID, "purchaseDate": transaction.purchaseDateMilliseconds,
+            "originalPurchaseDate": transaction.originalPurchaseDateMilliseconds, "quantity": 1, "type": "Non-Consumable",
+            "inAppOwnershipType": "PURCHASED", "environment": transaction.environment.rawValue, "signedDate": now,
+        ]
+        if let cancelled = transaction.cancellationDateMilliseconds {
+            payload["revocationDate"] = cancelled
+            payload["revocationReason"] = 0
+        }
+        if let appAccountToken { payload["appAccountToken"] = appAccountToken }
+        do {
+            return try signingChain.sign(payload: Array(try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])))
+        } catch {
+            throw .internal("signing failed: \(error)")
+        }
     }
 
     /// The device's receipt after `transaction`: every purchase of that device, app and environment.

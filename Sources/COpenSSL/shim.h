@@ -17,6 +17,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
 
 static inline STACK_OF(X509) *stockroom_sk_X509_new_null(void) {
     return sk_X509_new_null();
@@ -37,6 +38,16 @@ static inline int stockroom_sk_X509_num(const STACK_OF(X509) *stack) {
 
 static inline X509 *stockroom_sk_X509_value(const STACK_OF(X509) *stack, int index) {
     return sk_X509_value(stack, index);
+}
+
+/// Frees the stack only; the certificates on it belong to their owners.
+static inline void stockroom_sk_X509_free(STACK_OF(X509) *stack) {
+    sk_X509_free(stack);
+}
+
+/// A new P-256 key pair (EVP_EC_gen is a macro over a variadic function).
+static inline EVP_PKEY *stockroom_EC_P256_generate(void) {
+    return EVP_EC_gen("P-256");
 }
 
 static inline long stockroom_BIO_get_mem_data(BIO *bio, char **data) {

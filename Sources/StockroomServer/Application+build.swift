@@ -94,7 +94,7 @@ public func buildApplication(
         var simulator = SimulatorConfiguration()
         simulator.bundleID = configuration.bundleID
         simulator.sharedSecret = configuration.sharedSecret
-        addSimulatorRoutes(to: router.group("simulator"), configuration: simulator)
+        addSimulatorRoutes(to: router.group("simulator"), configuration: simulator, signingChain: try SigningChain())
         logger.notice("verifying against the built-in App Store simulator", metadata: ["url": .string(configuration.simulatorURL)])
     }
 

@@ -1,0 +1,99 @@
+import Foundation
+
+/// Verifies an App Store JWS (signed transactions, notifications): ES256 only, an `x5c` of
+/// exactly three certificates, leaf → intermediate → the configured root at the payload's
+/// `signedDate`, Apple's marker OIDs, then the signature over the input exactly as received.
+///
+/// See https://developer.apple.com/documentation/appstoreserverapi/jwstransaction
+public struct JWSVerifier: Sendable {
+    /// Apple's marker on the certificate that signs App Store data.
+    public static let leafOID = "1.2.840.113635.100.6.11.1"
+    /// Apple's marker on the Worldwide Developer Relations intermediate.
+    public static let intermediateOID = "1.2.840.113635.100.6.2.1"
+
+    public let root: Certificate
+
+    public init(root: Certificate) {
+        self.root = root
+    }
+
+    /// The verified payload bytes, or why not.
+    public func verify(_ jws: String) -> Result<[UInt8], JWSFailure> {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return .failure(.malformed("a JWS has three dot-separated parts")) }
+        guard let headerBytes = ByteEncoding.decodeBase64(parts[0]),
+            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any]
+        else { return .failure(.malformed("the header is not base64url JSON")) }
+        guard header["alg"] as? String == "ES256" else {
+            return .failure(.malformed("alg must be ES256, not \(header["alg"].map { "\($0)" } ?? "missing")"))
+        }
+        guard let chain = header["x5c"] as? [String], chain.count == 3 else {
+            return .failure(.malformed("x5c must hold exactly 3 certificates"))
+        }
+        guard let payload = ByteEncoding.decodeBase64(parts[1]),
+            let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
+        else { return .failure(.malformed("the payload is not base64url JSON")) }
+        guard let signedDate = (object["signedDate"] as? NSNumber)?.doubleValue, signedDate.isFinite else {
+            return .failure(.malformed("the payload has no signedDate"))
+        }
+        guard let signature = ByteEncoding.decodeBase64(parts[2]), signature.count == 64 else {
+            return .failure(.malformed("the signature is not 64 bytes of base64url"))
+        }
+
+        var certificates: [Certificate] = []
+        for (index, entry) in chain.prefix(2).enumerated() {
+            // x5c entries are standard base64 DER (RFC 7515 §4.1.6).
+            guard let der = ByteEncoding.decodeBase64(entry), let certificate = try? Certificate(der: der) else {
+                return .failure(.badCertificate("x5c[\(index)] is not a DER certificate"))
+            }
+            certificates.append(certificate)
+        }
+        let (leaf, intermediate) = (certificates[0], certificates[1])
+        let time = Date(timeIntervalSince1970: signedDate / 1000)
+        if let problem = CertificateChain.problem(leaf: leaf, intermediates: [intermediate], root: root, at: time) {
+            return .failure(.badChain(problem))
+        }
+        guard leaf.hasExtension(oid: Self.leafOID) else { return .failure(.missingOID("the leaf lacks \(Self.leafOID)")) }
+        guard intermediate.hasExtension(oid: Self.intermediateOID) else {
+            return .failure(.missingOID("the intermediate lacks \(Self.intermediateOID)"))
+        }
+        let signingInput = Array("\(parts[0]).\(parts[1])".utf8)
+        guard let key = leaf.publicKey, key.isValidSignature(signature, for: signingInput) else { return .failure(.badSignature) }
+        return .success(payload)
+    }
+}
+
+/// Why a JWS was refused; each has a stable code.
+public enum JWSFailure: Error, Equatable, CustomStringConvertible {
+    case malformed(String)
+    case badCertificate(String)
+    case badChain(String)
+    case missingOID(String)
+    case badSignature
+    case wrongBundle(expected: String, actual: String)
+    case wrongEnvironment(expected: StoreEnvironment, actual: String)
+
+    public var code: String {
+        switch self {
+        case .malformed: "jws_malformed"
+        case .badCertificate: "jws_bad_certificate"
+        case .badChain: "jws_bad_chain"
+        case .missingOID: "jws_missing_apple_oid"
+        case .badSignature: "jws_bad_signature"
+        case .wrongBundle: "bundle_mismatch"
+        case .wrongEnvironment: "environment_mismatch"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .malformed(let detail): "malformed JWS: \(detail)"
+        case .badCertificate(let detail): "bad certificate: \(detail)"
+        case .badChain(let detail): "the chain does not verify to the trusted root: \(detail)"
+        case .missingOID(let detail): "missing Apple OID: \(detail)"
+        case .badSignature: "the ES256 signature does not verify"
+        case .wrongBundle(let expected, let actual): "the transaction is for bundle \(actual), not \(expected)"
+        case .wrongEnvironment(let expected, let actual): "the transaction is from \(actual), not \(expected.rawValue)"
+        }
+    }
+}

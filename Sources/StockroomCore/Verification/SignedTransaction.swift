@@ -1,0 +1,72 @@
+import Foundation
+
+/// A StoreKit 2 transaction, decoded from a verified JWS.
+///
+/// See https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload
+public struct SignedTransaction: Sendable, Equatable, Decodable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var productId: String
+    public var bundleId: String
+    /// Milliseconds since 1970 (Apple may send fractions).
+    public var purchaseDate: Int64
+    public var type: String?
+    public var environment: String
+    public var revocationDate: Int64?
+    public var revocationReason: Int?
+    public var appAccountToken: String?
+    public var signedDate: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case transactionId, originalTransactionId, productId, bundleId, purchaseDate, type, environment
+        case revocationDate, revocationReason, appAccountToken, signedDate
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func milliseconds(_ key: CodingKeys) throws -> Int64 { Int64(try container.decode(Double.self, forKey: key)) }
+        transactionId = try container.decodeLenientString(.transactionId)
+        originalTransactionId = (try? container.decodeLenientString(.originalTransactionId)) ?? transactionId
+        productId = try container.decode(String.self, forKey: .productId)
+        bundleId = try container.decode(String.self, forKey: .bundleId)
+        purchaseDate = try milliseconds(.purchaseDate)
+        type = try container.decodeIfPresent(String.self, forKey: .type)
+        environment = try container.decode(String.self, forKey: .environment)
+        revocationDate = container.contains(.revocationDate) ? try milliseconds(.revocationDate) : nil
+        revocationReason = try container.decodeIfPresent(Int.self, forKey: .revocationReason)
+        appAccountToken = try container.decodeIfPresent(String.self, forKey: .appAccountToken)
+        signedDate = try milliseconds(.signedDate)
+    }
+
+    public var isRevoked: Bool { revocationDate != nil }
+}
+
+/// Verifies StoreKit 2 signed transactions locally, then checks bundle and environment.
+public struct SignedTransactionVerifier: Sendable {
+    public let jws: JWSVerifier
+    public let bundleID: String
+    /// The environment transactions must come from; nil accepts Production and Sandbox.
+    public let environment: StoreEnvironment?
+
+    public init(root: Certificate, bundleID: String, environment: StoreEnvironment?) {
+        self.jws = JWSVerifier(root: root)
+        self.bundleID = bundleID
+        self.environment = environment
+    }
+
+    public func verify(_ signedTransaction: String) -> Result<SignedTransaction, JWSFailure> {
+        let payload: [UInt8]
+        switch jws.verify(signedTransaction) {
+        case .success(let bytes): payload = bytes
+        case .failure(let failure): return .failure(failure)
+        }
+        guard let transaction = try? JSONDecoder().decode(SignedTransaction.self, from: Data(payload)) else {
+            return .failure(.malformed("the payload is not a transaction"))
+        }
+        guard transaction.bundleId == bundleID else { return .failure(.wrongBundle(expected: bundleID, actual: transaction.bundleId)) }
+        if let environment, transaction.environment != environment.rawValue {
+            return .failure(.wrongEnvironment(expected: environment, actual: transaction.environment))
+        }
+        return .success(transaction)
+    }
+}
