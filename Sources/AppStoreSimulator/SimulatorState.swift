@@ -73,15 +73,23 @@ actor SimulatorState {
             receiptData: receipt, signedTransaction: try signedTransaction(transaction, appAccountToken: request.appAccountToken, at: now))
     }
 
+    /// What `POST /sim/transactions/{id}/refund` answers: the verifyReceipt view and the new JWS.
+    struct RefundResult: Encodable {
+        var transaction: VerifyReceiptBody.InApp
+        var signedTransaction: String
+    }
+
     /// Cancels a transaction as a refund does; refunding twice keeps the first date.
-    func refund(_ id: String) throws(SimulatorError) -> VerifyReceiptBody.InApp {
+    func refund(_ id: String) throws(SimulatorError) -> RefundResult {
         guard var transaction = transactions[id] else { throw .unknownTransaction(id) }
         if transaction.cancellationDateMilliseconds == nil {
             transaction.cancellationDateMilliseconds = AppleDate.nowMilliseconds()
             transaction.cancellationReason = "0"
             transactions[id] = transaction
         }
-        return VerifyReceiptBody.InApp(transaction)
+        return RefundResult(
+            transaction: VerifyReceiptBody.InApp(transaction),
+            signedTransaction: try signedTransaction(transaction, appAccountToken: nil, at: AppleDate.nowMilliseconds()))
     }
 
     func enqueue(_ fault: Fault) throws(SimulatorError) -> Int {

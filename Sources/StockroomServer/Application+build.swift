@@ -66,6 +66,8 @@ public func buildApplication(
         throw StartupError.tokenSecret(path: configuration.tokenSecretPath, reason: "\(error)")
     }
     if configuration.upstream == .simulator, configuration.port == 0 { throw StartupError.simulatorNeedsPort }
+    let simulatorChain = configuration.upstream == .simulator ? try SigningChain() : nil
+    let jwsRoot = try await trustedRoot(configuration: configuration, simulatorChain: simulatorChain, logger: logger)
     let catalogStore = CatalogStore(catalog: catalog, loader: loader)
     let ledger = SQLiteLedger(database: database)
     let verifier = AppStoreReceiptVerifier(
@@ -82,6 +84,7 @@ public func buildApplication(
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
     DownloadController(
         catalog: catalogStore, ledger: ledger, verifier: verifier,
+        signedTransactions: SignedTransactionVerifier(root: jwsRoot, bundleID: configuration.bundleID, environment: nil),
         responder: ContentResponder(store: LocalContentStore(jail: jail)),
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
         bundleID: configuration.bundleID, reverifyInterval: configuration.reverifyInterval
@@ -90,11 +93,11 @@ public func buildApplication(
         AdminController(ledger: ledger, refulfilment: Refulfilment(ledger: ledger, verifier: verifier), token: adminToken)
             .addRoutes(to: router.group("v1"))
     }
-    if configuration.upstream == .simulator {
+    if let simulatorChain {
         var simulator = SimulatorConfiguration()
         simulator.bundleID = configuration.bundleID
         simulator.sharedSecret = configuration.sharedSecret
-        addSimulatorRoutes(to: router.group("simulator"), configuration: simulator, signingChain: try SigningChain())
+        addSimulatorRoutes(to: router.group("simulator"), configuration: simulator, signingChain: simulatorChain)
         logger.notice("verifying against the built-in App Store simulator", metadata: ["url": .string(configuration.simulatorURL)])
     }
 
@@ -107,4 +110,22 @@ public func buildApplication(
         services: [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)],
         logger: logger
     )
+}
+
+/// The root StoreKit 2 JWS must chain to: Apple Root CA - G3, unless the upstream is the
+/// simulator, whose own test root is trusted then and only then.
+private func trustedRoot(configuration: ServerConfiguration, simulatorChain: SigningChain?, logger: Logger) async throws -> Certificate {
+    if let simulatorChain { return simulatorChain.root }
+    if case .url(let base) = configuration.upstream {
+        // An explicit upstream URL may be a standalone simulator: it publishes its root.
+        let client = CurlHTTPClient(configuration: .init(connectTimeout: .seconds(2), totalTimeout: .seconds(3), maximumResponseBytes: 64 * 1024))
+        let url = (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/sim/root.pem"
+        if let response = try? await client.send(UpstreamRequest(method: .get, url: url)), response.status == 200,
+            let root = try? Certificate(pem: String(decoding: response.body, as: UTF8.self))
+        {
+            logger.notice("trusting the App Store simulator's root for signed transactions", metadata: ["upstream": .string(base)])
+            return root
+        }
+    }
+    return try AppleRootCertificates.rootCAG3()
 }

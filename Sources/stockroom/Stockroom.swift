@@ -12,7 +12,7 @@ struct Stockroom: AsyncParsableCommand {
             """,
         subcommands: [
             Serve.self, SimulatorCommand.self, FulfilmentsCommand.self, RefulfilCommand.self, RevokeCommand.self,
-            CatalogCommand.self, ReceiptCommand.self,
+            CatalogCommand.self, ReceiptCommand.self, TransactionCommand.self,
         ]
     )
 }

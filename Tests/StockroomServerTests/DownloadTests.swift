@@ -240,7 +240,9 @@ import Testing
         (#"{"productId": "com.example.book", "receiptData": "AAAA", "signedTransaction": "a.b.c"}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book", "receiptData": "%%%"}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book", "receiptData": "AAAA", "transactionId": "../x"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "signedTransaction": "a.b.c"}"#, .notImplemented, "signed_transaction_unsupported"),
+        (#"{"productId": "com.example.book", "signedTransaction": "not-a-jws"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "signedTransaction": "a.b.c", "appAccountToken": "nope"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "signedTransaction": "a.b.c"}"#, .forbidden, "jws_malformed"),
         (#"{"productId": "com.example.nope", "receiptData": "AAAA"}"#, .notFound, "unknown_product"),
     ])
     func badRequestsAreRefusedAndChangeNothing(body: String, status: HTTPResponse.Status, code: String) async throws {
@@ -270,6 +272,74 @@ import Testing
             #expect(unknown.status == .notFound)
             #expect(try DownloadFixture.code(unknown) == "unknown_transaction")
             #expect(try await fixture.snapshot() == [])
+        }
+    }
+
+    // MARK: StoreKit 2
+
+    @Test func aSignedTransactionDownloadsWithoutAnUpstreamCall() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            let response = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction])
+            #expect(response.status == .ok)
+            #expect(Array(buffer: response.body) == ServerFixture.book)
+            let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
+            #expect(row.proofKind == .signedTransaction)
+            #expect(row.proof == purchase.signedTransaction)
+            #expect(row.environment == .production)
+            let calls = try await fixture.control.calls()
+            #expect(calls.total == 0, "a JWS is verified locally")
+        }
+    }
+
+    @Test func rejectedSignedTransactionsChangeNothing() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            let level = try await fixture.control.purchase("com.example.big")
+            let parts = purchase.signedTransaction.split(separator: ".").map(String.init)
+            // The same transaction, its product swapped for another, the signature kept.
+            let payload = String(decoding: ByteEncoding.decodeBase64(parts[1])!, as: UTF8.self)
+                .replacingOccurrences(of: DownloadFixture.book, with: "com.example.big")
+            let tampered = [parts[0], ByteEncoding.base64URL(Array(payload.utf8)), parts[2]].joined(separator: ".")
+            let cases: [([String: String], String)] = [
+                (["productId": "com.example.big", "signedTransaction": tampered], "jws_bad_signature"),
+                (["productId": DownloadFixture.book, "signedTransaction": level.signedTransaction], "product_mismatch"),
+                (["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction, "transactionId": "2999"], "transaction_not_in_receipt"),
+            ]
+            for (fields, code) in cases {
+                let response = try await fixture.post(fields)
+                #expect(response.status == .forbidden)
+                #expect(try DownloadFixture.code(response) == code)
+            }
+            #expect(try await fixture.snapshot() == [])
+        }
+    }
+
+    @Test func aRevokedSignedTransactionRevokesThePurchase() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            #expect(try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction]).status == .ok)
+            let revoked = try await fixture.control.refund(purchase.transactionId)
+            let response = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": revoked])
+            #expect(response.status == .forbidden)
+            #expect(try DownloadFixture.code(response) == "revoked")
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
+        }
+    }
+
+    @Test func aTransactionOfAnotherAppAccountIsClaimed() async throws {
+        try await DownloadFixture.run { fixture in
+            let owner = "8F2E6A4C-0000-4000-8000-000000000001"
+            let purchase = try await fixture.control.purchase(["productId": DownloadFixture.book, "appAccountToken": owner])
+            let stranger = try await fixture.post([
+                "productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction,
+                "appAccountToken": "0B7A3D9E-0000-4000-8000-000000000002",
+            ])
+            #expect(stranger.status == .conflict)
+            #expect(try DownloadFixture.code(stranger) == "transaction_claimed")
+            #expect(try await fixture.snapshot() == [])
+            let ownerResponse = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction, "appAccountToken": owner])
+            #expect(ownerResponse.status == .ok)
         }
     }
 }

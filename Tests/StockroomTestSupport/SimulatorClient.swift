@@ -20,6 +20,7 @@ public struct SimulatorControl: Sendable {
         public var environment: String
         public var deviceId: String
         public var receiptData: String
+        public var signedTransaction: String
     }
 
     public func purchase(_ fields: [String: String]) async throws -> Purchase {
@@ -32,8 +33,12 @@ public struct SimulatorControl: Sendable {
         try await purchase(["productId": productId, "environment": environment])
     }
 
-    public func refund(_ transactionId: String) async throws {
-        _ = try await client.execute(uri: "/sim/transactions/\(transactionId)/refund", method: .post)
+    /// Refunds the transaction; returns its new signed transaction (with `revocationDate`).
+    @discardableResult
+    public func refund(_ transactionId: String) async throws -> String {
+        let response = try await client.execute(uri: "/sim/transactions/\(transactionId)/refund", method: .post)
+        let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
+        return object?["signedTransaction"] as? String ?? ""
     }
 
     /// Queues a fault: `["kind": "status", "status": 21005, "count": 2]`.

@@ -11,6 +11,7 @@ struct DownloadController<Context: RequestContext> {
     let catalog: CatalogStore
     let ledger: any Ledger
     let verifier: any ReceiptVerifier
+    let signedTransactions: SignedTransactionVerifier
     let responder: ContentResponder<LocalContentStore>
     let tokens: DownloadTokenSigner
     let bundleID: String
@@ -37,7 +38,7 @@ struct DownloadController<Context: RequestContext> {
             guard row.productID == product.productId else {
                 throw DownloadError.receiptRejected(.productMismatch(transactionID: transactionID, productID: product.productId))
             }
-            if row.state.isEntitled, row.proof == input.receiptData, let verifiedAt = row.verifiedAt,
+            if row.state.isEntitled, row.proof == input.proofText, let verifiedAt = row.verifiedAt,
                 Date().timeIntervalSince(verifiedAt) < Double(reverifyInterval.components.seconds)
             {
                 try await ledger.countAttempt(transactionID)
@@ -46,8 +47,15 @@ struct DownloadController<Context: RequestContext> {
             known = row
         }
 
+        let receiptData: String
+        switch input.proof {
+        case .signedTransaction(let jws):
+            return try await startSigned(jws, input: input, product: product, context: context)
+        case .receipt(let receipt):
+            receiptData = receipt
+        }
         let verdict = await verifier.verify(
-            VerificationRequest(receiptData: input.receiptData, productID: product.productId, transactionID: input.transactionID),
+            VerificationRequest(receiptData: receiptData, productID: product.productId, transactionID: input.transactionID),
             freshness: .cachedAllowed)
         switch verdict {
         case .valid(let receipt):
@@ -59,7 +67,7 @@ struct DownloadController<Context: RequestContext> {
                 VerifiedRecord(
                     transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
                     productID: product.productId, bundleID: bundleID, environment: receipt.environment,
-                    proofKind: .receipt, proof: input.receiptData),
+                    proofKind: .receipt, proof: receiptData),
                 countAttempt: true)
             return try await stream(row, product: product, head: nil, token: true, context: context)
 
@@ -70,7 +78,7 @@ struct DownloadController<Context: RequestContext> {
 
         case .invalid(let reason):
             // Only the very receipt on record may reject a pending transaction.
-            if let row = known, row.state == .pending, row.proof == input.receiptData {
+            if let row = known, row.state == .pending, row.proof == receiptData {
                 _ = try await ledger.transition(row.transactionID, to: .rejected, error: reason.description)
             }
             throw DownloadError.receiptRejected(reason)
@@ -86,11 +94,43 @@ struct DownloadController<Context: RequestContext> {
                 _ = try await ledger.recordPending(
                     VerifiedRecord(
                         transactionID: transactionID, originalTransactionID: transactionID, productID: product.productId,
-                        bundleID: bundleID, environment: nil, proofKind: .receipt, proof: input.receiptData),
+                        bundleID: bundleID, environment: nil, proofKind: .receipt, proof: receiptData),
                     error: reason)
             }
             throw DownloadError.upstreamUnavailable(retryAfter: retryAfter)
         }
+    }
+
+    /// A StoreKit 2 transaction: verified locally against the trusted root, no upstream call.
+    private func startSigned(_ jws: String, input: DownloadRequest, product: Product, context: Context) async throws -> Response {
+        let transaction: SignedTransaction
+        switch signedTransactions.verify(jws) {
+        case .success(let verified): transaction = verified
+        case .failure(let failure): throw DownloadError.signedTransactionRejected(failure)
+        }
+        guard transaction.productId == product.productId else {
+            throw DownloadError.receiptRejected(.productMismatch(transactionID: transaction.transactionId, productID: product.productId))
+        }
+        if let claimed = input.transactionID, claimed != transaction.transactionId {
+            throw DownloadError.receiptRejected(.transactionNotInReceipt(claimed))
+        }
+        if let bound = transaction.appAccountToken, let account = input.appAccountToken, bound.lowercased() != account.lowercased() {
+            throw DownloadError.transactionClaimed(transaction.transactionId)
+        }
+        if transaction.isRevoked {
+            _ = try await ledger.revokePurchase(originalTransactionID: transaction.originalTransactionId, reason: "revoked (signed transaction)")
+            throw DownloadError.revoked(transaction.transactionId)
+        }
+        if try await ledger.isRevoked(originalTransactionID: transaction.originalTransactionId) {
+            throw DownloadError.revoked(transaction.transactionId)
+        }
+        let row = try await ledger.recordVerified(
+            VerifiedRecord(
+                transactionID: transaction.transactionId, originalTransactionID: transaction.originalTransactionId,
+                productID: product.productId, bundleID: bundleID, environment: StoreEnvironment(rawValue: transaction.environment),
+                proofKind: .signedTransaction, proof: jws),
+            countAttempt: true)
+        return try await stream(row, product: product, head: nil, token: true, context: context)
     }
 
     // MARK: GET /v1/downloads/{transactionId}/content

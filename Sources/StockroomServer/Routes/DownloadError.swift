@@ -4,7 +4,8 @@ import StockroomCore
 /// Errors of the download routes, each with its status and stable code (DESIGN.md).
 enum DownloadError: APIError {
     case badRequest(String)
-    case signedTransactionUnsupported
+    case signedTransactionRejected(JWSFailure)
+    case transactionClaimed(String)
     case unknownProduct(String)
     case unknownTransaction(String)
     case receiptRejected(RejectionReason)
@@ -19,7 +20,8 @@ enum DownloadError: APIError {
     var status: HTTPResponse.Status {
         switch self {
         case .badRequest: .badRequest
-        case .signedTransactionUnsupported: .notImplemented
+        case .signedTransactionRejected: .forbidden
+        case .transactionClaimed: .conflict
         case .unknownProduct, .unknownTransaction: .notFound
         case .receiptRejected, .revoked, .tokenInvalid, .notVerified: .forbidden
         case .upstreamUnavailable: .serviceUnavailable
@@ -31,7 +33,8 @@ enum DownloadError: APIError {
     var code: String {
         switch self {
         case .badRequest: "bad_request"
-        case .signedTransactionUnsupported: "signed_transaction_unsupported"
+        case .signedTransactionRejected(let failure): failure.code
+        case .transactionClaimed: "transaction_claimed"
         case .unknownProduct: "unknown_product"
         case .unknownTransaction: "unknown_transaction"
         case .receiptRejected(let reason): reason.code
@@ -48,7 +51,8 @@ enum DownloadError: APIError {
     var message: String {
         switch self {
         case .badRequest(let detail): detail
-        case .signedTransactionUnsupported: "StoreKit 2 signed transactions are not accepted yet; send receiptData."
+        case .signedTransactionRejected(let failure): "The signed transaction was rejected: \(failure)."
+        case .transactionClaimed(let id): "Transaction \(id) belongs to another app account."
         case .unknownProduct(let id): "No product \"\(id)\" in the catalogue."
         case .unknownTransaction(let id): "No transaction \(id) in the ledger."
         case .receiptRejected(let reason): "The receipt was rejected: \(reason)."
@@ -64,7 +68,7 @@ enum DownloadError: APIError {
 
     var details: [String: String] {
         switch self {
-        case .receiptRejected: ["kind": "receipt_rejected"]
+        case .receiptRejected, .signedTransactionRejected: ["kind": "receipt_rejected"]
         case .upstreamUnavailable(let retryAfter): ["retryAfter": String(retryAfter.components.seconds)]
         default: [:]
         }

@@ -5,13 +5,30 @@ import StockroomCore
 struct DownloadRequest: Sendable {
     var productID: String
     var transactionID: String?
-    var receiptData: String
+    var proof: Proof
+    /// The app's account for this purchase (StoreKit 2's `appAccountToken`), when it sends one.
+    var appAccountToken: String?
+
+    /// What proves the purchase.
+    enum Proof: Sendable {
+        /// A base64 app receipt, verified with verifyReceipt.
+        case receipt(String)
+        /// A StoreKit 2 JWS, verified locally.
+        case signedTransaction(String)
+    }
+
+    var proofText: String {
+        switch proof {
+        case .receipt(let text), .signedTransaction(let text): text
+        }
+    }
 
     private struct Body: Decodable {
         var productId: String?
         var transactionId: String?
         var receiptData: String?
         var signedTransaction: String?
+        var appAccountToken: String?
     }
 
     static func parse(_ bytes: [UInt8]) throws(DownloadError) -> DownloadRequest {
@@ -30,13 +47,18 @@ struct DownloadRequest: Sendable {
         if let transactionID = body.transactionId, !TransactionID.isValid(transactionID) {
             throw .badRequest("transactionId must be 1–64 letters, digits, \".\", \"-\" or \"_\".")
         }
+        if let token = body.appAccountToken, UUID(uuidString: token) == nil { throw .badRequest("appAccountToken must be a UUID.") }
         switch (body.receiptData, body.signedTransaction) {
         case (nil, nil): throw .badRequest("Send exactly one of receiptData and signedTransaction.")
         case (.some, .some): throw .badRequest("Send exactly one of receiptData and signedTransaction, not both.")
-        case (nil, .some): throw .signedTransactionUnsupported
+        case (nil, .some(let jws)):
+            guard jws.split(separator: ".", omittingEmptySubsequences: false).count == 3, jws.utf8.count <= 64 * 1024 else {
+                throw .badRequest("signedTransaction is not a compact JWS.")
+            }
+            return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .signedTransaction(jws), appAccountToken: body.appAccountToken)
         case (.some(let receipt), nil):
             guard !receipt.isEmpty, ByteEncoding.decodeBase64(receipt) != nil else { throw .badRequest("receiptData is not base64.") }
-            return DownloadRequest(productID: productID, transactionID: body.transactionId, receiptData: receipt)
+            return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .receipt(receipt), appAccountToken: body.appAccountToken)
         }
     }
 }

@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import StockroomCore
+
+/// `stockroom transaction inspect`: is this StoreKit 2 signed transaction genuine, and what does it say?
+struct TransactionCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "transaction",
+        abstract: "Inspect a StoreKit 2 signed transaction (JWS).",
+        subcommands: [Inspect.self])
+
+    struct Inspect: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Verify a signed transaction locally and print it; exit 0 only when it verifies.",
+            discussion: """
+                The chain must lead to the root: Apple Root CA - G3 unless --root names another PEM
+                (the simulator publishes its own at /sim/root.pem). Validity is judged at the
+                transaction's signedDate.
+                """)
+
+        @Argument(help: "A file holding the JWS, or - for standard input.")
+        var file: String
+
+        @Option(help: "The trusted root certificate (PEM); default Apple Root CA - G3.")
+        var root: String?
+
+        @Option(help: "The bundle ID the transaction must carry (STOCKROOM_BUNDLE_ID; default com.example.stockroom.demo).")
+        var bundleId: String?
+
+        @Option(help: "Production or Sandbox: the environment it must come from (default either).")
+        var environment: String?
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        func run() async throws {
+            let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
+            guard let data else { fail("\(file) cannot be read") }
+            let jws = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let trusted: Certificate
+            do {
+                if let root {
+                    guard let pem = FileManager.default.contents(atPath: root) else { fail("\(root) cannot be read") }
+                    trusted = try Certificate(pem: String(decoding: pem, as: UTF8.self))
+                } else {
+                    trusted = try AppleRootCertificates.rootCAG3()
+                }
+            } catch {
+                fail("the root certificate cannot be read: \(error)")
+            }
+            var expected: StoreEnvironment?
+            if let environment {
+                guard let parsed = StoreEnvironment(rawValue: environment) else { throw ValidationError("environment must be Production or Sandbox") }
+                expected = parsed
+            }
+            let bundle = bundleId ?? ProcessInfo.processInfo.environment["STOCKROOM_BUNDLE_ID"] ?? "com.example.stockroom.demo"
+            let verifier = SignedTransactionVerifier(root: trusted, bundleID: bundle, environment: expected)
+            switch verifier.verify(jws) {
+            case .success(let transaction):
+                let object: [String: Any?] = [
+                    "verdict": "valid", "transactionId": transaction.transactionId, "originalTransactionId": transaction.originalTransactionId,
+                    "productId": transaction.productId, "bundleId": transaction.bundleId, "environment": transaction.environment,
+                    "type": transaction.type, "purchaseDate": FulfilmentView.date(Date(timeIntervalSince1970: Double(transaction.purchaseDate) / 1000)),
+                    "signedDate": FulfilmentView.date(Date(timeIntervalSince1970: Double(transaction.signedDate) / 1000)),
+                    "revocationDate": transaction.revocationDate.map { FulfilmentView.date(Date(timeIntervalSince1970: Double($0) / 1000)) },
+                    "appAccountToken": transaction.appAccountToken,
+                ]
+                let present = object.compactMapValues { $0 }
+                if json {
+                    print(FulfilmentView.json(present))
+                } else {
+                    print("valid: signed by a chain to \(trusted.subject)")
+                    for key in present.keys.sorted() where key != "verdict" { print("  \(key): \(present[key]!)") }
+                    if transaction.isRevoked { print("REVOKED: this purchase was refunded or revoked") }
+                }
+            case .failure(let failure):
+                print(json ? FulfilmentView.json(["verdict": "invalid", "code": failure.code, "reason": failure.description]) : "invalid (\(failure.code)): \(failure)")
+                throw ExitCode(1)
+            }
+        }
+    }
+}
