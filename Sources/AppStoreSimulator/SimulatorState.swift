@@ -15,10 +15,41 @@ actor SimulatorState {
     private var nextTransactionNumber: Int64 = 2_000_000_000_000_001
     private var faults: [(fault: Fault, remaining: Int)] = []
     private(set) var stats = SimulatorStats()
+    /// Where refunds post their notification (`PUT /sim/notification-url`).
+    private(set) var notificationURL: String?
 
     init(configuration: SimulatorConfiguration, signingChain: SigningChain) {
         self.configuration = configuration
         self.signingChain = signingChain
+        self.notificationURL = configuration.notificationURL
+    }
+
+    func setNotificationURL(_ url: String?) throws(SimulatorError) {
+        if let url, !(url.hasPrefix("http://") || url.hasPrefix("https://")) { throw .badRequest("url must be an http(s) URL") }
+        notificationURL = url
+    }
+
+    func hasTransaction(_ id: String) -> Bool { transactions[id] != nil }
+
+    /// A signed V2 notification of `type` about `transactionID`, and where to post it ("" for
+    /// nowhere); nil when no URL is configured, unless `force` builds it anyway.
+    func notification(_ type: String, transactionID: String, force: Bool = false) throws(SimulatorError) -> (url: String, body: [UInt8])? {
+        guard let transaction = transactions[transactionID], force || notificationURL != nil else { return nil }
+        let url = notificationURL ?? ""
+        let now = AppleDate.nowMilliseconds()
+        let payload: [String: Any] = [
+            "notificationType": type, "notificationUUID": UUID().uuidString, "version": "2.0", "signedDate": now,
+            "data": [
+                "bundleId": transaction.bundleID, "environment": transaction.environment.rawValue,
+                "signedTransactionInfo": try signedTransaction(transaction, appAccountToken: nil, at: now),
+            ] as [String: Any],
+        ]
+        do {
+            let jws = try signingChain.sign(payload: Array(try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])))
+            return (url, Array(try JSONSerialization.data(withJSONObject: ["signedPayload": jws])))
+        } catch {
+            throw .internal("signing the notification failed: \(error)")
+        }
     }
 
     // MARK: Control API

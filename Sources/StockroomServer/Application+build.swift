@@ -82,9 +82,11 @@ public func buildApplication(
     router.add(middleware: ErrorMiddleware())
     HealthController(catalog: catalogStore, metrics: metrics).addRoutes(to: router)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
+    let signedTransactions = SignedTransactionVerifier(root: jwsRoot, bundleID: configuration.bundleID, environment: nil)
+    NotificationController(ledger: ledger, verifier: signedTransactions, bundleID: configuration.bundleID).addRoutes(to: router.group("v1"))
     DownloadController(
         catalog: catalogStore, ledger: ledger, verifier: verifier,
-        signedTransactions: SignedTransactionVerifier(root: jwsRoot, bundleID: configuration.bundleID, environment: nil),
+        signedTransactions: signedTransactions,
         responder: ContentResponder(store: LocalContentStore(jail: jail)),
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
         bundleID: configuration.bundleID, reverifyInterval: configuration.reverifyInterval
@@ -97,6 +99,7 @@ public func buildApplication(
         var simulator = SimulatorConfiguration()
         simulator.bundleID = configuration.bundleID
         simulator.sharedSecret = configuration.sharedSecret
+        simulator.notificationURL = "http://127.0.0.1:\(configuration.port)/v1/notifications/appstore"
         addSimulatorRoutes(to: router.group("simulator"), configuration: simulator, signingChain: simulatorChain)
         logger.notice("verifying against the built-in App Store simulator", metadata: ["url": .string(configuration.simulatorURL)])
     }

@@ -29,6 +29,9 @@ struct SimulatorCommand: AsyncParsableCommand {
     @Option(help: "Answer 21004 unless verifyReceipt's password is this (STOCKROOM_SIMULATOR_SHARED_SECRET).")
     var sharedSecret: String?
 
+    @Option(help: "Where refunds post their App Store Server Notification V2 (STOCKROOM_SIMULATOR_NOTIFICATION_URL).")
+    var notificationUrl: String?
+
     @Option(help: "Milliseconds added before every upstream answer, to imitate Apple (STOCKROOM_SIMULATOR_LATENCY_MS; default 0).")
     var latencyMs: Int?
 
@@ -40,6 +43,7 @@ struct SimulatorCommand: AsyncParsableCommand {
         if let text = value(port.map(String.init), "PORT") { configuration.port = try parsePort(text) }
         if let bundleID = value(bundleId, "BUNDLE_ID") { configuration.bundleID = bundleID }
         configuration.sharedSecret = value(sharedSecret, "SHARED_SECRET")
+        configuration.notificationURL = value(notificationUrl, "NOTIFICATION_URL")
         if let text = value(latencyMs.map(String.init), "LATENCY_MS") {
             guard let latency = Int(text), latency >= 0 else { throw ValidationError("latency must be a number of milliseconds, not \"\(text)\"") }
             configuration.latency = .milliseconds(latency)

@@ -66,6 +66,17 @@ public final class AppDatabase: Sendable {
                 table.column("at", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v3: App Store notifications") { db in
+            try db.create(table: "notifications") { table in
+                table.primaryKey("notification_uuid", .text)
+                table.column("notification_type", .text).notNull()
+                table.column("subtype", .text)
+                table.column("transaction_id", .text)
+                table.column("original_transaction_id", .text)
+                table.column("outcome", .text).notNull()
+                table.column("received_at", .datetime).notNull()
+            }
+        }
         return migrator
     }
 }

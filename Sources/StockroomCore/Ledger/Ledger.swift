@@ -22,6 +22,9 @@ public protocol Ledger: Sendable {
     /// Logs a download attempt and its bytes; a complete body reaching the file's end makes a
     /// verified transaction `delivered`.
     func recordDelivery(_ transactionID: String, report: DeliveryReport, fileSize: Int64) async throws
+    /// Records an App Store notification and applies its effect in one transaction; false when
+    /// a notification with this UUID was recorded before (nothing changes then).
+    func applyNotification(_ notification: NotificationRecord, effect: NotificationEffect) async throws -> Bool
     func list(_ filter: FulfilmentFilter) async throws -> [Fulfilment]
     func attempts(of transactionID: String) async throws -> [DownloadAttempt]
 }
@@ -48,6 +51,34 @@ public struct VerifiedRecord: Sendable, Equatable {
         self.proofKind = proofKind
         self.proof = proof
     }
+}
+
+/// An App Store Server Notification V2, as kept in the ledger.
+public struct NotificationRecord: Sendable, Equatable {
+    public var uuid: String
+    public var type: String
+    public var subtype: String?
+    public var transactionID: String?
+    public var originalTransactionID: String?
+
+    public init(uuid: String, type: String, subtype: String?, transactionID: String?, originalTransactionID: String?) {
+        self.uuid = uuid
+        self.type = type
+        self.subtype = subtype
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+    }
+}
+
+/// What a notification does to the ledger.
+public enum NotificationEffect: Sendable, Equatable {
+    /// Revoke the purchase; a transaction never seen is recorded as revoked, so its old proof
+    /// cannot download it later.
+    case revoke(VerifiedRecord, reason: String)
+    /// A refund reversed: revoked transactions of the purchase become verified again.
+    case reinstate(originalTransactionID: String)
+    /// Recorded and acknowledged, nothing else.
+    case none
 }
 
 /// Which fulfilments to list.

@@ -122,6 +122,51 @@ public struct SQLiteLedger: Ledger {
         }
     }
 
+    public func applyNotification(_ notification: NotificationRecord, effect: NotificationEffect) async throws -> Bool {
+        try await database.writer.write { db in
+            let seen = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notifications WHERE notification_uuid = ?", arguments: [notification.uuid]) ?? 0
+            guard seen == 0 else { return false }
+            let now = Date()
+            var outcome = "recorded"
+            switch effect {
+            case .revoke(let record, let reason):
+                if try Fulfilment.fetchOne(db, key: record.transactionID) == nil {
+                    var row = Self.newRow(record, state: .revoked, at: now)
+                    row.revokedAt = now
+                    row.lastError = reason
+                    try row.insert(db)
+                }
+                let rows = try Fulfilment.filter(Fulfilment.Columns.originalTransactionID == record.originalTransactionID).fetchAll(db)
+                for var row in rows where row.state != .revoked {
+                    try Self.move(&row, to: .revoked, at: now)
+                    row.lastError = reason
+                    row.updatedAt = now
+                    try row.update(db)
+                }
+                outcome = "revoked"
+            case .reinstate(let original):
+                let rows = try Fulfilment.filter(Fulfilment.Columns.originalTransactionID == original).fetchAll(db)
+                for var row in rows where row.state == .revoked {
+                    try Self.move(&row, to: .verified, at: now)
+                    row.verifiedAt = now
+                    row.lastError = "refund reversed"
+                    row.updatedAt = now
+                    try row.update(db)
+                }
+                outcome = "reinstated"
+            case .none:
+                break
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [notification.uuid, notification.type, notification.subtype, notification.transactionID, notification.originalTransactionID, outcome, now])
+            return true
+        }
+    }
+
     public func list(_ filter: FulfilmentFilter) async throws -> [Fulfilment] {
         try await database.writer.read { db in
             var request = Fulfilment.all()
