@@ -21,6 +21,8 @@ struct Fault: Codable, Sendable, Equatable {
     var retryable: Bool?
     /// Which spelling of the flag to send: `is-retryable` (default) or `is_retryable`.
     var retryableField: String?
+    /// With `kind: http-status`: a `Retry-After` header, in seconds (for 429).
+    var retryAfter: Int?
 
     /// Why the fault cannot be queued, or nil when it is well formed.
     var problem: String? {

@@ -1,3 +1,4 @@
+import Foundation
 public import Hummingbird
 public import Logging
 public import StockroomCore
@@ -8,7 +9,7 @@ public func buildSimulatorApplication(
     logger: Logger = Logger(label: "stockroom.simulator")
 ) throws -> some ApplicationProtocol {
     let router = Router()
-    addSimulatorRoutes(to: router.group(), configuration: configuration, signingChain: try SigningChain())
+    addSimulatorRoutes(to: router.group(), configuration: configuration, signingChain: try SigningChain(), apiKey: try ServerAPIKey())
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "AppStoreSimulator"),
@@ -18,11 +19,17 @@ public func buildSimulatorApplication(
 /// Mounts the simulator's routes (`verifyReceipt`, `sandbox/verifyReceipt`, `sim/...`) on
 /// `group`: how `stockroom serve` runs it in-process under `/simulator`.
 public func addSimulatorRoutes<Context: RequestContext>(
-    to group: RouterGroup<Context>, configuration: SimulatorConfiguration, signingChain: SigningChain
+    to group: RouterGroup<Context>, configuration: SimulatorConfiguration, signingChain: SigningChain, apiKey: ServerAPIKey
 ) {
-    let state = SimulatorState(configuration: configuration, signingChain: signingChain)
+    let state = SimulatorState(configuration: configuration, signingChain: signingChain, apiKey: apiKey)
     UpstreamController(state: state).addRoutes(to: group)
     ControlController(state: state).addRoutes(to: group.group("sim"))
+    group.get("sim/api-key") { _, _ in
+        let body: [String: String] = ["keyId": apiKey.keyID, "issuerId": apiKey.issuerID, "privateKey": apiKey.privateKey.pem]
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))))
+    }
     group.get("sim/root.pem") { _, _ in
         Response(status: .ok, headers: [.contentType: "application/x-pem-file"], body: .init(byteBuffer: ByteBuffer(string: signingChain.root.pem)))
     }

@@ -9,6 +9,8 @@ actor SimulatorState {
     private let signingKey = secureRandomBytes(count: 32)
     /// Signs StoreKit 2 transactions; its root is what a server pointed here trusts.
     let signingChain: SigningChain
+    /// The App Store Server API key the simulator accepts tokens from.
+    let apiKey: ServerAPIKey
     private var transactions: [String: SimulatedTransaction] = [:]
     /// Transaction IDs per device, in purchase order.
     private var devices: [String: [String]] = [:]
@@ -18,9 +20,10 @@ actor SimulatorState {
     /// Where refunds post their notification (`PUT /sim/notification-url`).
     private(set) var notificationURL: String?
 
-    init(configuration: SimulatorConfiguration, signingChain: SigningChain) {
+    init(configuration: SimulatorConfiguration, signingChain: SigningChain, apiKey: ServerAPIKey) {
         self.configuration = configuration
         self.signingChain = signingChain
+        self.apiKey = apiKey
         self.notificationURL = configuration.notificationURL
     }
 
@@ -30,6 +33,35 @@ actor SimulatorState {
     }
 
     func hasTransaction(_ id: String) -> Bool { transactions[id] != nil }
+
+    /// The App Store Server API's answer for `GET /inApps/v1/transactions/{id}` at `environment`.
+    func serverAPITransaction(_ id: String, authorization: String?, environment: StoreEnvironment) -> (status: Int, body: [UInt8]) {
+        let (status, object) = serverAPIAnswer(id, authorization: authorization, environment: environment)
+        return (status, Array((try? JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])) ?? Data()))
+    }
+
+    private func serverAPIAnswer(_ id: String, authorization: String?, environment: StoreEnvironment) -> (Int, [String: Any]) {
+        guard let transaction = transactions[id], transaction.environment == environment else {
+            // Apple answers 401 before it looks the transaction up; the bundle is unknown here, so check against the default.
+            if let problem = Self.tokenProblem(authorization, apiKey: apiKey, bundleID: transactions[id]?.bundleID ?? configuration.bundleID) {
+                return (401, ["errorCode": 4010000, "errorMessage": problem])
+            }
+            return (404, ["errorCode": 4040010, "errorMessage": "Transaction id not found."])
+        }
+        if let problem = Self.tokenProblem(authorization, apiKey: apiKey, bundleID: transaction.bundleID) {
+            return (401, ["errorCode": 4010000, "errorMessage": problem])
+        }
+        do {
+            return (200, ["signedTransactionInfo": try signedTransaction(transaction, appAccountToken: nil, at: AppleDate.nowMilliseconds())])
+        } catch {
+            return (500, ["errorCode": 5000000, "errorMessage": "\(error)"])
+        }
+    }
+
+    private static func tokenProblem(_ authorization: String?, apiKey: ServerAPIKey, bundleID: String) -> String? {
+        guard let authorization, authorization.lowercased().hasPrefix("bearer ") else { return "a bearer token is required" }
+        return apiKey.problem(with: String(authorization.dropFirst(7)), bundleID: bundleID)
+    }
 
     /// A signed V2 notification of `type` about `transactionID`, and where to post it ("" for
     /// nowhere); nil when no URL is configured, unless `force` builds it anyway.

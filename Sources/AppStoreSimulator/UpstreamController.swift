@@ -14,6 +14,21 @@ struct UpstreamController<Context: RequestContext> {
         router.post("sandbox/verifyReceipt") { request, context in
             try await verifyReceipt(request, context: context, environment: .sandbox)
         }
+        router.get("inApps/v1/transactions/:id") { request, context in
+            try await serverAPITransaction(request, context: context, environment: .production)
+        }
+        router.get("sandbox/inApps/v1/transactions/:id") { request, context in
+            try await serverAPITransaction(request, context: context, environment: .sandbox)
+        }
+    }
+
+    /// The App Store Server API's transaction lookup, with the same faults as verifyReceipt.
+    func serverAPITransaction(_ request: Request, context: Context, environment: StoreEnvironment) async throws -> Response {
+        let fault = await state.begin("inApps", environment: environment)
+        if let faulted = try await apply(fault) { return faulted }
+        let (status, body) = await state.serverAPITransaction(
+            try context.parameters.require("id"), authorization: request.headers[.authorization], environment: environment)
+        return Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     private struct RequestBody: Decodable {
@@ -27,6 +42,15 @@ struct UpstreamController<Context: RequestContext> {
 
     func verifyReceipt(_ request: Request, context: Context, environment: StoreEnvironment) async throws -> Response {
         let fault = await state.begin("verifyReceipt", environment: environment)
+        if let faulted = try await apply(fault) { return faulted }
+        let bytes = try await request.body.collect(upTo: 8 << 20)
+        let decoded = try? JSONDecoder().decode(RequestBody.self, from: Data(buffer: bytes))
+        return try Self.json(await state.verify(receiptData: decoded?.receiptData, password: decoded?.password, endpoint: environment))
+    }
+
+    /// The configured latency, then the fault's misbehaviour: a response to send instead, or nil
+    /// to answer normally.
+    func apply(_ fault: Fault?) async throws -> Response? {
         let latency = state.configuration.latency
         if latency > .zero { try await Task.sleep(for: latency) }
         if let fault {
@@ -34,8 +58,10 @@ struct UpstreamController<Context: RequestContext> {
             case .delay:
                 try await Task.sleep(for: .milliseconds(fault.delayMs ?? 0))
             case .httpStatus:
+                var headers: HTTPFields = [.contentType: "text/plain"]
+                if let retryAfter = fault.retryAfter { headers[.retryAfter] = String(retryAfter) }
                 return Response(
-                    status: .init(code: fault.status ?? 503), headers: [.contentType: "text/plain"],
+                    status: .init(code: fault.status ?? 503), headers: headers,
                     body: .init(byteBuffer: ByteBuffer(string: "simulated upstream failure")))
             case .malformed:
                 return Response(
@@ -56,9 +82,7 @@ struct UpstreamController<Context: RequestContext> {
                 return try Self.json(body)
             }
         }
-        let bytes = try await request.body.collect(upTo: 8 << 20)
-        let decoded = try? JSONDecoder().decode(RequestBody.self, from: Data(buffer: bytes))
-        return try Self.json(await state.verify(receiptData: decoded?.receiptData, password: decoded?.password, endpoint: environment))
+        return nil
     }
 
     static func json(_ body: some Encodable) throws -> Response {

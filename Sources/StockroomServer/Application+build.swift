@@ -13,6 +13,7 @@ public enum StartupError: Error, CustomStringConvertible {
     case database(path: String, reason: String)
     case tokenSecret(path: String, reason: String)
     case simulatorNeedsPort
+    case appStoreKey(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -22,6 +23,7 @@ public enum StartupError: Error, CustomStringConvertible {
         case .database(let path, let reason): "database \"\(path)\" cannot be opened for writing: \(reason)"
         case .tokenSecret(let path, let reason): "the download-token secret \"\(path)\" cannot be read or created: \(reason)"
         case .simulatorNeedsPort: "the built-in simulator (--upstream simulator) needs a fixed --port, not 0"
+        case .appStoreKey(let path, let reason): "the App Store Server API key \"\(path)\" cannot be used: \(reason)"
         }
     }
 }
@@ -67,7 +69,19 @@ public func buildApplication(
     }
     if configuration.upstream == .simulator, configuration.port == 0 { throw StartupError.simulatorNeedsPort }
     let simulatorChain = configuration.upstream == .simulator ? try SigningChain() : nil
-    let jwsRoot = try await trustedRoot(configuration: configuration, simulatorChain: simulatorChain, logger: logger)
+    let simulatorKey = configuration.upstream == .simulator ? try ServerAPIKey() : nil
+    let trust: UpstreamTrust
+    if let simulatorChain, let simulatorKey {
+        // The simulator runs inside this server: trust its root and use its key directly.
+        let endpoints = AppStoreServerAPIClient.Endpoints.base(configuration.simulatorURL)
+        let credentials = AppStoreServerAPIClient.Credentials(
+            issuerID: simulatorKey.issuerID, keyID: simulatorKey.keyID, bundleID: configuration.bundleID, privateKey: simulatorKey.privateKey)
+        trust = UpstreamTrust(
+            root: simulatorChain.root,
+            serverAPI: AppStoreServerAPIClient(credentials: credentials, endpoints: endpoints, transport: CurlHTTPClient(), policy: configuration.verificationRetryPolicy, logger: logger))
+    } else {
+        trust = try await UpstreamTrust.discover(configuration: configuration, logger: logger)
+    }
     let catalogStore = CatalogStore(catalog: catalog, loader: loader)
     let ledger = SQLiteLedger(database: database)
     let verifier = AppStoreReceiptVerifier(
@@ -82,25 +96,28 @@ public func buildApplication(
     router.add(middleware: ErrorMiddleware())
     HealthController(catalog: catalogStore, metrics: metrics).addRoutes(to: router)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
-    let signedTransactions = SignedTransactionVerifier(root: jwsRoot, bundleID: configuration.bundleID, environment: nil)
+    let signedTransactions = SignedTransactionVerifier(root: trust.root, bundleID: configuration.bundleID, environment: nil)
     NotificationController(ledger: ledger, verifier: signedTransactions, bundleID: configuration.bundleID).addRoutes(to: router.group("v1"))
     DownloadController(
         catalog: catalogStore, ledger: ledger, verifier: verifier,
-        signedTransactions: signedTransactions,
+        signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         responder: ContentResponder(store: LocalContentStore(jail: jail)),
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
         bundleID: configuration.bundleID, reverifyInterval: configuration.reverifyInterval
     ).addRoutes(to: router.group("v1"))
     if let adminToken = configuration.adminToken {
-        AdminController(ledger: ledger, refulfilment: Refulfilment(ledger: ledger, verifier: verifier), token: adminToken)
+        AdminController(
+            ledger: ledger,
+            refulfilment: Refulfilment(ledger: ledger, verifier: verifier, signedTransactions: signedTransactions, serverAPI: trust.serverAPI),
+            token: adminToken)
             .addRoutes(to: router.group("v1"))
     }
-    if let simulatorChain {
+    if let simulatorChain, simulatorKey != nil {
         var simulator = SimulatorConfiguration()
         simulator.bundleID = configuration.bundleID
         simulator.sharedSecret = configuration.sharedSecret
         simulator.notificationURL = "http://127.0.0.1:\(configuration.port)/v1/notifications/appstore"
-        addSimulatorRoutes(to: router.group("simulator"), configuration: simulator, signingChain: simulatorChain)
+        addSimulatorRoutes(to: router.group("simulator"), configuration: simulator, signingChain: simulatorChain, apiKey: simulatorKey!)
         logger.notice("verifying against the built-in App Store simulator", metadata: ["url": .string(configuration.simulatorURL)])
     }
 
@@ -115,20 +132,3 @@ public func buildApplication(
     )
 }
 
-/// The root StoreKit 2 JWS must chain to: Apple Root CA - G3, unless the upstream is the
-/// simulator, whose own test root is trusted then and only then.
-private func trustedRoot(configuration: ServerConfiguration, simulatorChain: SigningChain?, logger: Logger) async throws -> Certificate {
-    if let simulatorChain { return simulatorChain.root }
-    if case .url(let base) = configuration.upstream {
-        // An explicit upstream URL may be a standalone simulator: it publishes its root.
-        let client = CurlHTTPClient(configuration: .init(connectTimeout: .seconds(2), totalTimeout: .seconds(3), maximumResponseBytes: 64 * 1024))
-        let url = (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/sim/root.pem"
-        if let response = try? await client.send(UpstreamRequest(method: .get, url: url)), response.status == 200,
-            let root = try? Certificate(pem: String(decoding: response.body, as: UTF8.self))
-        {
-            logger.notice("trusting the App Store simulator's root for signed transactions", metadata: ["upstream": .string(base)])
-            return root
-        }
-    }
-    return try AppleRootCertificates.rootCAG3()
-}

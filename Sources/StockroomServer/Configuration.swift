@@ -31,6 +31,11 @@ public struct ServerConfiguration: Sendable {
     public var verificationCacheInterval: Duration = .seconds(300)
     /// How hard verification tries a failing App Store before answering 503.
     public var verificationRetryPolicy = RetryPolicy()
+    /// The App Store Server API key (`.p8`), its key ID and issuer ID; with all three, signed
+    /// transactions are confirmed with the API. The simulator's key is used without them.
+    public var appStoreKeyPath: String?
+    public var appStoreKeyID: String?
+    public var appStoreIssuerID: String?
     /// The bearer token of `/v1/admin`; the admin routes are off while it is nil.
     public var adminToken: String?
     /// How often the catalogue watcher looks for changed files.

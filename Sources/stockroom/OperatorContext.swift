@@ -22,12 +22,16 @@ struct OperatorContext {
     }
 
     /// Re-fulfilment against the configured upstream; with `simulator`, the running server's.
-    func refulfilment() -> Refulfilment {
+    func refulfilment() async throws -> Refulfilment {
         var logger = Logger(label: "stockroom.operator")
         logger.logLevel = .critical
+        let trust = try await UpstreamTrust.discover(configuration: configuration, logger: logger)
         let client = VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
             sharedSecret: configuration.sharedSecret, policy: configuration.verificationRetryPolicy, logger: logger)
-        return Refulfilment(ledger: ledger, verifier: AppStoreReceiptVerifier(client: client, bundleID: configuration.bundleID, cacheInterval: .zero))
+        return Refulfilment(
+            ledger: ledger, verifier: AppStoreReceiptVerifier(client: client, bundleID: configuration.bundleID, cacheInterval: .zero),
+            signedTransactions: SignedTransactionVerifier(root: trust.root, bundleID: configuration.bundleID, environment: nil),
+            serverAPI: trust.serverAPI)
     }
 }

@@ -62,6 +62,15 @@ struct UpstreamOptions: ParsableArguments {
     @Option(help: "The app's App Store shared secret, for verifyReceipt's password (STOCKROOM_SHARED_SECRET).")
     var sharedSecret: String?
 
+    @Option(help: "App Store Server API key file (.p8) (STOCKROOM_APP_STORE_KEY); with its key and issuer IDs, signed transactions are confirmed with the API.")
+    var appStoreKey: String?
+
+    @Option(help: "The API key's ID (STOCKROOM_APP_STORE_KEY_ID).")
+    var appStoreKeyId: String?
+
+    @Option(help: "The App Store Connect issuer ID (STOCKROOM_APP_STORE_ISSUER_ID).")
+    var appStoreIssuerId: String?
+
     func apply(to configuration: inout ServerConfiguration, environment: [String: String]) throws {
         if let bundleID = bundleId ?? environment["STOCKROOM_BUNDLE_ID"] { configuration.bundleID = bundleID }
         if let text = upstream ?? environment["STOCKROOM_UPSTREAM"] {
@@ -73,6 +82,9 @@ struct UpstreamOptions: ParsableArguments {
         if let secret = sharedSecret ?? environment["STOCKROOM_SHARED_SECRET"], !secret.isEmpty {
             configuration.sharedSecret = secret
         }
+        configuration.appStoreKeyPath = appStoreKey ?? environment["STOCKROOM_APP_STORE_KEY"]
+        configuration.appStoreKeyID = appStoreKeyId ?? environment["STOCKROOM_APP_STORE_KEY_ID"]
+        configuration.appStoreIssuerID = appStoreIssuerId ?? environment["STOCKROOM_APP_STORE_ISSUER_ID"]
     }
 }
 

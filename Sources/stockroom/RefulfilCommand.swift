@@ -43,7 +43,7 @@ struct RefulfilCommand: AsyncParsableCommand {
         } else {
             ids = try await context.ledger.list(FulfilmentFilter(states: [pending ? .pending : .rejected], limit: 1_000_000)).map(\.transactionID)
         }
-        let refulfilment = context.refulfilment()
+        let refulfilment = try await context.refulfilment()
         let progress = ProgressBar(total: ids.count, enabled: ids.count > 1 && !json)
         var outcomes: [Refulfilment.Outcome] = []
         for (index, id) in ids.enumerated() {

@@ -288,7 +288,7 @@ import Testing
             #expect(row.proof == purchase.signedTransaction)
             #expect(row.environment == .production)
             let calls = try await fixture.control.calls()
-            #expect(calls.total == 0, "a JWS is verified locally")
+            #expect(calls == .init(production: 0, sandbox: 0, total: 1), "verified locally, confirmed by one Server API call")
         }
     }
 
@@ -324,6 +324,20 @@ import Testing
             #expect(response.status == .forbidden)
             #expect(try DownloadFixture.code(response) == "revoked")
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
+        }
+    }
+
+    @Test func theServerAPICatchesARefundTheAppsCopyDoesNotShow() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            try await fixture.control.refund(purchase.transactionId)
+            // The app still holds the JWS signed before the refund.
+            let response = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction])
+            #expect(try DownloadFixture.code(response) == "revoked")
+            let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId), "recorded as revoked")
+            #expect(row.state == .revoked)
+            let calls = try await fixture.control.calls()
+            #expect(calls.total == 1, "one Server API call, no verifyReceipt")
         }
     }
 

@@ -17,6 +17,9 @@ public protocol Ledger: Sendable {
     /// Moves a transaction to `state`; throws `LedgerError.illegalTransition` for a move the
     /// state machine does not allow. Moving to the current state changes nothing.
     func transition(_ transactionID: String, to state: FulfilmentState, error: String?) async throws -> Fulfilment
+    /// Revokes a purchase Apple reported refunded, recording the transaction as revoked when the
+    /// ledger has never seen it (so its old proof cannot download it later).
+    func recordRevoked(_ record: VerifiedRecord, reason: String) async throws
     /// Revokes every transaction of a purchase; returns those that changed.
     func revokePurchase(originalTransactionID: String, reason: String) async throws -> [Fulfilment]
     /// Logs a download attempt and its bytes; a complete body reaching the file's end makes a

@@ -5,10 +5,18 @@ import Foundation
 public struct Refulfilment: Sendable {
     public let ledger: any Ledger
     public let verifier: any ReceiptVerifier
+    /// For StoreKit 2 transactions: the JWS verifier and, when configured, the Server API.
+    public let signedTransactions: SignedTransactionVerifier?
+    public let serverAPI: AppStoreServerAPIClient?
 
-    public init(ledger: any Ledger, verifier: any ReceiptVerifier) {
+    public init(
+        ledger: any Ledger, verifier: any ReceiptVerifier, signedTransactions: SignedTransactionVerifier? = nil,
+        serverAPI: AppStoreServerAPIClient? = nil
+    ) {
         self.ledger = ledger
         self.verifier = verifier
+        self.signedTransactions = signedTransactions
+        self.serverAPI = serverAPI
     }
 
     /// What re-verification did (or, in a dry run, would do) to one transaction.
@@ -32,7 +40,35 @@ public struct Refulfilment: Sendable {
             Outcome(kind: kind, transactionID: transactionID, before: row.state, after: after, detail: detail)
         }
         guard row.proofKind == .receipt else {
-            return outcome(.unavailable, row.state, "signed transactions are re-verified through the App Store Server API, not configured here")
+            guard let serverAPI, let signedTransactions else {
+                return outcome(.unavailable, row.state, "signed transactions are re-verified through the App Store Server API, which has no credentials here")
+            }
+            switch await serverAPI.transaction(transactionID) {
+            case .found(let info, let environment):
+                switch signedTransactions.verify(info) {
+                case .success(let transaction) where transaction.isRevoked:
+                    if !dryRun { _ = try await ledger.revokePurchase(originalTransactionID: transaction.originalTransactionId, reason: "refunded (App Store Server API)") }
+                    return outcome(.revoked, .revoked, "refunded or revoked")
+                case .success(let transaction):
+                    if !dryRun {
+                        _ = try await ledger.recordVerified(
+                            VerifiedRecord(
+                                transactionID: transactionID, originalTransactionID: transaction.originalTransactionId, productID: row.productID,
+                                bundleID: row.bundleID, environment: environment, proofKind: .signedTransaction, proof: info),
+                            countAttempt: false)
+                    }
+                    return outcome(.verified, row.state.isEntitled ? row.state : .verified, "the App Store Server API vouches for it (\(environment.rawValue))")
+                case .failure(let failure):
+                    return outcome(.unavailable, row.state, "the API's signed transaction does not verify: \(failure)")
+                }
+            case .notFound:
+                guard row.state.allowedNext.contains(.rejected) else { return outcome(.unchanged, row.state, "unknown to the App Store Server API") }
+                if !dryRun { _ = try await ledger.transition(transactionID, to: .rejected, error: "unknown to the App Store Server API") }
+                return outcome(.rejected, .rejected, "unknown to the App Store Server API")
+            case .unavailable(let reason, _):
+                if !dryRun { _ = try await ledger.transition(transactionID, to: row.state, error: reason) }
+                return outcome(.unavailable, row.state, reason)
+            }
         }
         let verdict = await verifier.verify(
             VerificationRequest(receiptData: row.proof, productID: row.productID, transactionID: row.transactionID), freshness: .upstreamOnly)

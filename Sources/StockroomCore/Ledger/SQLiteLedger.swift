@@ -130,19 +130,7 @@ public struct SQLiteLedger: Ledger {
             var outcome = "recorded"
             switch effect {
             case .revoke(let record, let reason):
-                if try Fulfilment.fetchOne(db, key: record.transactionID) == nil {
-                    var row = Self.newRow(record, state: .revoked, at: now)
-                    row.revokedAt = now
-                    row.lastError = reason
-                    try row.insert(db)
-                }
-                let rows = try Fulfilment.filter(Fulfilment.Columns.originalTransactionID == record.originalTransactionID).fetchAll(db)
-                for var row in rows where row.state != .revoked {
-                    try Self.move(&row, to: .revoked, at: now)
-                    row.lastError = reason
-                    row.updatedAt = now
-                    try row.update(db)
-                }
+                try Self.revoke(record, reason: reason, in: db, at: now)
                 outcome = "revoked"
             case .reinstate(let original):
                 let rows = try Fulfilment.filter(Fulfilment.Columns.originalTransactionID == original).fetchAll(db)
@@ -164,6 +152,27 @@ public struct SQLiteLedger: Ledger {
                     """,
                 arguments: [notification.uuid, notification.type, notification.subtype, notification.transactionID, notification.originalTransactionID, outcome, now])
             return true
+        }
+    }
+
+    public func recordRevoked(_ record: VerifiedRecord, reason: String) async throws {
+        try await database.writer.write { db in try Self.revoke(record, reason: reason, in: db, at: Date()) }
+    }
+
+    /// Records `record` as revoked if unseen, and revokes every transaction of its purchase.
+    private static func revoke(_ record: VerifiedRecord, reason: String, in db: Database, at now: Date) throws {
+        if try Fulfilment.fetchOne(db, key: record.transactionID) == nil {
+            var row = newRow(record, state: .revoked, at: now)
+            row.revokedAt = now
+            row.lastError = reason
+            try row.insert(db)
+        }
+        let rows = try Fulfilment.filter(Fulfilment.Columns.originalTransactionID == record.originalTransactionID).fetchAll(db)
+        for var row in rows where row.state != .revoked {
+            try move(&row, to: .revoked, at: now)
+            row.lastError = reason
+            row.updatedAt = now
+            try row.update(db)
         }
     }
 

@@ -12,6 +12,8 @@ struct DownloadController<Context: RequestContext> {
     let ledger: any Ledger
     let verifier: any ReceiptVerifier
     let signedTransactions: SignedTransactionVerifier
+    /// When credentials exist, signed transactions are confirmed with the App Store Server API.
+    let serverAPI: AppStoreServerAPIClient?
     let responder: ContentResponder<LocalContentStore>
     let tokens: DownloadTokenSigner
     let bundleID: String
@@ -103,10 +105,21 @@ struct DownloadController<Context: RequestContext> {
 
     /// A StoreKit 2 transaction: verified locally against the trusted root, no upstream call.
     private func startSigned(_ jws: String, input: DownloadRequest, product: Product, context: Context) async throws -> Response {
-        let transaction: SignedTransaction
+        var transaction: SignedTransaction
         switch signedTransactions.verify(jws) {
         case .success(let verified): transaction = verified
         case .failure(let failure): throw DownloadError.signedTransactionRejected(failure)
+        }
+        if let serverAPI {
+            // Apple's current view: a refund since the app's copy was signed shows up here.
+            switch await serverAPI.transaction(transaction.transactionId) {
+            case .found(let info, _):
+                if case .success(let current) = signedTransactions.verify(info) { transaction.revocationDate = current.revocationDate }
+            case .notFound:
+                throw DownloadError.receiptRejected(.transactionNotInReceipt(transaction.transactionId))
+            case .unavailable(let reason, _):
+                context.logger.warning("the App Store Server API is unavailable; the locally verified transaction stands", metadata: ["reason": .string(reason)])
+            }
         }
         guard transaction.productId == product.productId else {
             throw DownloadError.receiptRejected(.productMismatch(transactionID: transaction.transactionId, productID: product.productId))
@@ -117,19 +130,18 @@ struct DownloadController<Context: RequestContext> {
         if let bound = transaction.appAccountToken, let account = input.appAccountToken, bound.lowercased() != account.lowercased() {
             throw DownloadError.transactionClaimed(transaction.transactionId)
         }
+        let record = VerifiedRecord(
+            transactionID: transaction.transactionId, originalTransactionID: transaction.originalTransactionId,
+            productID: product.productId, bundleID: bundleID, environment: StoreEnvironment(rawValue: transaction.environment),
+            proofKind: .signedTransaction, proof: jws)
         if transaction.isRevoked {
-            _ = try await ledger.revokePurchase(originalTransactionID: transaction.originalTransactionId, reason: "revoked (signed transaction)")
+            try await ledger.recordRevoked(record, reason: "refunded or revoked (signed transaction)")
             throw DownloadError.revoked(transaction.transactionId)
         }
         if try await ledger.isRevoked(originalTransactionID: transaction.originalTransactionId) {
             throw DownloadError.revoked(transaction.transactionId)
         }
-        let row = try await ledger.recordVerified(
-            VerifiedRecord(
-                transactionID: transaction.transactionId, originalTransactionID: transaction.originalTransactionId,
-                productID: product.productId, bundleID: bundleID, environment: StoreEnvironment(rawValue: transaction.environment),
-                proofKind: .signedTransaction, proof: jws),
-            countAttempt: true)
+        let row = try await ledger.recordVerified(record, countAttempt: true)
         return try await stream(row, product: product, head: nil, token: true, context: context)
     }
 

@@ -1,0 +1,136 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The App Store Server API over an `HTTPTransport`: `GET /inApps/v1/transactions/{id}` with an
+/// ES256 bearer JWT made from the app's `.p8` key; 4040010 in production → the sandbox; 429
+/// honours `Retry-After`; 5xx and transport failures are retried with backoff.
+///
+/// See https://developer.apple.com/documentation/appstoreserverapi/get-v1-transactions-_transactionid_
+public final class AppStoreServerAPIClient: Sendable {
+    /// The credentials App Store Connect issues for the Server API.
+    public struct Credentials: Sendable {
+        public var issuerID: String
+        public var keyID: String
+        public var bundleID: String
+        public var privateKey: ECPrivateKey
+
+        public init(issuerID: String, keyID: String, bundleID: String, privateKey: ECPrivateKey) {
+            self.issuerID = issuerID
+            self.keyID = keyID
+            self.bundleID = bundleID
+            self.privateKey = privateKey
+        }
+    }
+
+    /// The API's base URL per environment.
+    public struct Endpoints: Sendable, Equatable {
+        public var production: String
+        public var sandbox: String
+
+        public static let apple = Endpoints(production: "https://api.storekit.itunes.apple.com", sandbox: "https://api.storekit-sandbox.itunes.apple.com")
+
+        /// The simulator: one base, with the sandbox under `/sandbox`.
+        public static func base(_ url: String) -> Endpoints {
+            let base = url.hasSuffix("/") ? String(url.dropLast()) : url
+            return Endpoints(production: base, sandbox: base + "/sandbox")
+        }
+    }
+
+    /// What the API said about a transaction.
+    public enum Lookup: Sendable, Equatable {
+        /// Its current signed transaction (verify it before use).
+        case found(signedTransactionInfo: String, environment: StoreEnvironment)
+        /// Neither environment knows it.
+        case notFound
+        case unavailable(reason: String, retryAfter: Duration)
+    }
+
+    public let credentials: Credentials
+    public let endpoints: Endpoints
+    public let transport: any HTTPTransport
+    public let policy: RetryPolicy
+    /// How long a token is valid; Apple allows at most 60 minutes.
+    public static let tokenLifetime: Int64 = 20 * 60
+    private let cachedToken = Mutex<(token: String, expires: Int64)?>(nil)
+    private let logger: Logger
+
+    public init(
+        credentials: Credentials, endpoints: Endpoints, transport: any HTTPTransport, policy: RetryPolicy = .init(),
+        logger: Logger = Logger(label: "stockroom.server-api")
+    ) {
+        self.credentials = credentials
+        self.endpoints = endpoints
+        self.transport = transport
+        self.policy = policy
+        self.logger = logger
+    }
+
+    public func transaction(_ transactionID: String) async -> Lookup {
+        let clock = ContinuousClock()
+        let deadline = clock.now + policy.totalBudget
+        var environment = StoreEnvironment.production
+        var attempts = 0
+        var lastFailure = "no attempt made"
+        while clock.now < deadline {
+            attempts += 1
+            let base = environment == .production ? endpoints.production : endpoints.sandbox
+            var wait = policy.backoff(beforeRetry: attempts)
+            do {
+                let token = try bearerToken()
+                let response = try await transport.send(
+                    UpstreamRequest(
+                        method: .get, url: "\(base)/inApps/v1/transactions/\(transactionID)",
+                        headers: [("Authorization", "Bearer \(token)")], timeout: deadline - clock.now))
+                let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+                switch response.status {
+                case 200:
+                    guard let info = object?["signedTransactionInfo"] as? String else { return .unavailable(reason: "a 200 without signedTransactionInfo", retryAfter: policy.retryAfter) }
+                    return .found(signedTransactionInfo: info, environment: environment)
+                case 404 where (object?["errorCode"] as? Int) == 4040010:
+                    guard environment == .production else { return .notFound }
+                    environment = .sandbox
+                    attempts -= 1
+                    continue
+                case 404:
+                    return .notFound
+                case 401:
+                    logger.error("the App Store Server API refused our token; check the key, key ID and issuer ID")
+                    return .unavailable(reason: "the App Store Server API refused the credentials (401)", retryAfter: policy.retryAfter)
+                case 429:
+                    lastFailure = "rate limited (429)"
+                    if let seconds = response.headers["retry-after"].flatMap(Double.init) { wait = .milliseconds(Int64(seconds * 1000)) }
+                case 500...599:
+                    lastFailure = "HTTP \(response.status)"
+                default:
+                    return .unavailable(reason: "HTTP \(response.status) from the App Store Server API", retryAfter: policy.retryAfter)
+                }
+            } catch let error as UpstreamError {
+                lastFailure = "\(error)"
+            } catch {
+                return .unavailable(reason: "the API token could not be signed: \(error)", retryAfter: policy.retryAfter)
+            }
+            guard attempts < policy.maximumAttempts, clock.now + wait < deadline else { break }
+            try? await Task.sleep(for: wait)
+        }
+        return .unavailable(reason: "the App Store Server API did not answer usably after \(attempts) attempt(s): \(lastFailure)", retryAfter: policy.retryAfter)
+    }
+
+    /// The bearer JWT, reused until a minute before it expires.
+    func bearerToken(now: Date = Date()) throws(CryptoError) -> String {
+        let issuedAt = Int64(now.timeIntervalSince1970)
+        if let cached = cachedToken.withLock({ $0 }), cached.expires - 60 > issuedAt { return cached.token }
+        let header: [String: Any] = ["alg": "ES256", "kid": credentials.keyID, "typ": "JWT"]
+        let claims: [String: Any] = [
+            "iss": credentials.issuerID, "iat": issuedAt, "exp": issuedAt + Self.tokenLifetime,
+            "aud": "appstoreconnect-v1", "bid": credentials.bundleID,
+        ]
+        func part(_ object: [String: Any]) -> String {
+            ByteEncoding.base64URL(Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()))
+        }
+        let signingInput = part(header) + "." + part(claims)
+        let token = signingInput + "." + ByteEncoding.base64URL(try credentials.privateKey.sign(Array(signingInput.utf8)))
+        cachedToken.withLock { $0 = (token, issuedAt + Self.tokenLifetime) }
+        return token
+    }
+}
