@@ -32,6 +32,12 @@ public final class SigningChain: Sendable {
         try Self.jws(payload: payload, key: leafKey, x5c: [leaf, intermediate, root])
     }
 
+    /// An app receipt: `payload` as PKCS#7 SignedData signed by the leaf, the intermediate included,
+    /// as BER with indefinite lengths (as Xcode's and Apple's are).
+    public func signReceipt(payload: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try SignedData.sign(payload, signer: leaf, key: leafKey, chain: [intermediate])
+    }
+
     /// A compact JWS with any key, chain and algorithm name: the simulator's, or a test's forgery.
     public static func jws(payload: [UInt8], key: ECPrivateKey, x5c: [Certificate], alg: String = "ES256") throws(CryptoError) -> String {
         let header: [String: Any] = ["alg": alg, "x5c": x5c.map { ByteEncoding.base64($0.der) }]

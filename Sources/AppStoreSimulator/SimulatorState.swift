@@ -5,8 +5,6 @@ import StockroomCore
 /// faults and the call counts.
 actor SimulatorState {
     let configuration: SimulatorConfiguration
-    /// Receipts are signed with this; a new key per simulator run.
-    private let signingKey = secureRandomBytes(count: 32)
     /// Signs StoreKit 2 transactions; its root is what a server pointed here trusts.
     let signingChain: SigningChain
     /// The App Store Server API key the simulator accepts tokens from.
@@ -180,32 +178,34 @@ actor SimulatorState {
     /// verifyReceipt's verdict on `receiptData` at the `endpoint` environment.
     func verify(receiptData: String?, password: String?, endpoint: StoreEnvironment) -> VerifyReceiptBody {
         guard let receiptData, !receiptData.isEmpty else { return VerifyReceiptBody(status: 21002) }
-        let receipt: SimulatedReceipt
-        do {
-            receipt = try SimulatedReceipt.decode(receiptData, key: signingKey)
-        } catch .malformed {
-            return VerifyReceiptBody(status: 21002)
-        } catch {
-            return VerifyReceiptBody(status: 21003)
+        let inspection: ReceiptInspection
+        switch ReceiptInspection.inspect(base64: receiptData, root: signingChain.root) {
+        case .success(let read): inspection = read
+        case .failure: return VerifyReceiptBody(status: 21002)
         }
+        guard inspection.isSignatureVerified else { return VerifyReceiptBody(status: 21003) }
+        let receipt = inspection.receipt
+        let environment: StoreEnvironment = receipt.receiptType == "Production" ? .production : .sandbox
+        let deviceID = String(decoding: receipt.opaqueValue, as: UTF8.self)
         if let secret = configuration.sharedSecret, password != secret { return VerifyReceiptBody(status: 21004) }
-        switch (receipt.environment, endpoint) {
+        switch (environment, endpoint) {
         case (.sandbox, .production): return VerifyReceiptBody(status: 21007)
         case (.production, .sandbox): return VerifyReceiptBody(status: 21008)
         default: break
         }
         let now = AppleDate.nowMilliseconds()
-        let inApp = receipt.transactionIDs.compactMap { transactions[$0] }.map(VerifyReceiptBody.InApp.init)
-        let latest = (devices[receipt.deviceID] ?? []).compactMap { transactions[$0] }
-            .filter { $0.bundleID == receipt.bundleID && $0.environment == receipt.environment }
+        let created = Int64(receipt.creationDate.timeIntervalSince1970 * 1000)
+        let inApp = receipt.purchases.compactMap { transactions[$0.transactionID] }.map(VerifyReceiptBody.InApp.init)
+        let latest = (devices[deviceID] ?? []).compactMap { transactions[$0] }
+            .filter { $0.bundleID == receipt.bundleID && $0.environment == environment }
         return VerifyReceiptBody(
             status: 0,
-            environment: receipt.environment.rawValue,
+            environment: environment.rawValue,
             receipt: .init(
-                receiptType: receipt.environment == .production ? "Production" : "ProductionSandbox",
+                receiptType: environment == .production ? "Production" : "ProductionSandbox",
                 bundleId: receipt.bundleID,
-                receiptCreationDate: AppleDate.string(milliseconds: receipt.createdMilliseconds),
-                receiptCreationDateMs: String(receipt.createdMilliseconds),
+                receiptCreationDate: AppleDate.string(milliseconds: created),
+                receiptCreationDateMs: String(created),
                 requestDate: AppleDate.string(milliseconds: now), requestDateMs: String(now),
                 inApp: inApp),
             latestReceiptInfo: latest.map(VerifyReceiptBody.InApp.init),
@@ -232,19 +232,26 @@ actor SimulatorState {
         }
     }
 
-    /// The device's receipt after `transaction`: every purchase of that device, app and environment.
+    /// The device's receipt after `transaction`: every purchase of that device, app and
+    /// environment, as a PKCS#7 receipt in Apple's ASN.1 layout.
     private func receipt(for transaction: SimulatedTransaction, at now: Int64) throws(SimulatorError) -> String {
-        let ids = (devices[transaction.deviceID] ?? []).filter { id in
-            guard let other = transactions[id] else { return false }
-            return other.bundleID == transaction.bundleID && other.environment == transaction.environment
-        }
-        let receipt = SimulatedReceipt(
-            deviceID: transaction.deviceID, bundleID: transaction.bundleID, environment: transaction.environment,
-            transactionIDs: ids, createdMilliseconds: now)
+        let purchases = (devices[transaction.deviceID] ?? []).compactMap { transactions[$0] }
+            .filter { $0.bundleID == transaction.bundleID && $0.environment == transaction.environment }
+            .map { other in
+                AppReceipt.Purchase(
+                    quantity: 1, productID: other.productID, transactionID: other.transactionID,
+                    purchaseDate: Date(timeIntervalSince1970: Double(other.purchaseDateMilliseconds) / 1000),
+                    originalTransactionID: other.originalTransactionID,
+                    cancellationDate: other.cancellationDateMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+            }
+        let receipt = AppReceipt(
+            receiptType: transaction.environment == .production ? "Production" : "ProductionSandbox",
+            bundleID: transaction.bundleID, appVersion: "1", opaqueValue: Array(transaction.deviceID.utf8),
+            creationDate: Date(timeIntervalSince1970: Double(now / 1000)), purchases: purchases)
         do {
-            return try receipt.encoded(key: signingKey)
+            return ByteEncoding.base64(try signingChain.signReceipt(payload: receipt.encodedPayload()))
         } catch {
-            throw .internal("receipt encoding failed: \(error)")
+            throw .internal("receipt signing failed: \(error)")
         }
     }
 }

@@ -9,7 +9,7 @@ struct ReceiptCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receipt",
         abstract: "Verify an app receipt upstream.",
-        subcommands: [Verify.self])
+        subcommands: [Verify.self, Inspect.self])
 
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -55,6 +55,85 @@ struct ReceiptCommand: AsyncParsableCommand {
             case .invalid: throw ExitCode(1)
             case .unavailable: throw ExitCode(2)
             }
+        }
+    }
+}
+
+extension ReceiptCommand {
+    /// `stockroom receipt inspect`: read a receipt locally, without asking Apple.
+    struct Inspect: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Read a base64 app receipt locally: bundle, creation date, in-app purchases, and whether its signature chain verifies.",
+            discussion: """
+                The chain is checked against Apple Inc. Root Certificate unless --root names another PEM
+                (the simulator publishes its own at /sim/root.pem), at the receipt's creation date.
+                Exit status 0 when the receipt reads and verifies, 1 otherwise. Apple's answer
+                (receipt verify) stays the verdict on the purchase.
+                """)
+
+        @Argument(help: "A file holding the base64 receipt, or - for standard input.")
+        var file: String
+
+        @Option(help: "The trusted root certificate (PEM); default Apple Inc. Root.")
+        var root: String?
+
+        @Flag(help: "Print JSON.")
+        var json = false
+
+        func run() async throws {
+            let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
+            guard let data else { fail("\(file) cannot be read") }
+            let trusted: Certificate
+            do {
+                if let root {
+                    guard let pem = FileManager.default.contents(atPath: root) else { fail("\(root) cannot be read") }
+                    trusted = try Certificate(pem: String(decoding: pem, as: UTF8.self))
+                } else {
+                    trusted = try AppleRootCertificates.incRoot()
+                }
+            } catch {
+                fail("the root certificate cannot be read: \(error)")
+            }
+            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let inspection: ReceiptInspection
+            switch ReceiptInspection.inspect(base64: text, root: trusted) {
+            case .success(let read): inspection = read
+            case .failure(let failure):
+                print(json ? FulfilmentView.json(["readable": false, "reason": failure.description]) : "unreadable: \(failure)")
+                throw ExitCode(1)
+            }
+            let receipt = inspection.receipt
+            let purchases = receipt.purchases.map { purchase -> [String: Any] in
+                var object: [String: Any] = [
+                    "transactionId": purchase.transactionID, "originalTransactionId": purchase.originalTransactionID,
+                    "productId": purchase.productID, "quantity": purchase.quantity, "purchaseDate": FulfilmentView.date(purchase.purchaseDate),
+                ]
+                if let cancelled = purchase.cancellationDate { object["cancellationDate"] = FulfilmentView.date(cancelled) }
+                return object
+            }
+            if json {
+                var object: [String: Any] = [
+                    "readable": true, "signatureVerified": inspection.isSignatureVerified, "bundleId": receipt.bundleID,
+                    "appVersion": receipt.appVersion, "creationDate": FulfilmentView.date(receipt.creationDate), "purchases": purchases,
+                ]
+                object["receiptType"] = receipt.receiptType
+                object["signatureProblem"] = inspection.signatureProblem
+                print(FulfilmentView.json(object))
+            } else {
+                print(inspection.isSignatureVerified
+                    ? "signature: verified, chained to \(trusted.subject) at the creation date"
+                    : "signature: NOT verified against \(trusted.subject): \(inspection.signatureProblem ?? "")")
+                print("bundle: \(receipt.bundleID)  version: \(receipt.appVersion)  type: \(receipt.receiptType ?? "-")")
+                print("created: \(FulfilmentView.date(receipt.creationDate))")
+                print("in-app purchases (\(purchases.count)):")
+                for purchase in receipt.purchases {
+                    var line = "  \(purchase.transactionID)  \(purchase.productID)  purchased \(FulfilmentView.date(purchase.purchaseDate))"
+                    if purchase.originalTransactionID != purchase.transactionID { line += "  restores \(purchase.originalTransactionID)" }
+                    if let cancelled = purchase.cancellationDate { line += "  CANCELLED \(FulfilmentView.date(cancelled))" }
+                    print(line)
+                }
+            }
+            if !inspection.isSignatureVerified { throw ExitCode(1) }
         }
     }
 }

@@ -73,11 +73,12 @@ import Testing
     @Test func receiptsThatAreNotReceiptsOrAreAlteredAreRefused() async throws {
         try await Self.live { control in
             let purchase = try await control.purchase()
-            // Swap the payload's product for another while keeping the signature: 21003.
-            let wire = String(decoding: ByteEncoding.decodeBase64(purchase.receiptData)!, as: UTF8.self).split(separator: ".")
-            var payload = String(decoding: ByteEncoding.decodeBase64(wire[1])!, as: UTF8.self)
-            payload = payload.replacingOccurrences(of: purchase.transactionId, with: "2000000000000999")
-            let forged = ByteEncoding.base64(Array("\(wire[0]).\(ByteEncoding.base64URL(Array(payload.utf8))).\(wire[2])".utf8))
+            // Swap the transaction ID inside the signed PKCS#7 bytes (same length): 21003.
+            var bytes = ByteEncoding.decodeBase64(purchase.receiptData)!
+            let id = Array(purchase.transactionId.utf8)
+            let start = try #require((0...(bytes.count - id.count)).first { Array(bytes[$0..<($0 + id.count)]) == id })
+            bytes.replaceSubrange(start..<(start + id.count), with: Array("2000000000000999".utf8))
+            let forged = ByteEncoding.base64(bytes)
             #expect(try await Self.verify(control, ["receipt-data": forged]).1["status"] as? Int == 21003)
             #expect(try await Self.verify(control, ["receipt-data": "%%%"]).1["status"] as? Int == 21002)
             #expect(try await Self.verify(control, ["receipt-data": ""]).1["status"] as? Int == 21002)

@@ -169,6 +169,17 @@ import Testing
         }
     }
 
+    @Test func aPendingReceiptIsKeptUnderItsTransactionIDEvenWhenTheAppNamesNone() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 10])
+            #expect(try await fixture.post(purchase, transaction: false).status == .serviceUnavailable)
+            let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId), "the ID read from the receipt itself")
+            #expect(row.state == .pending)
+            #expect(row.proof == purchase.receiptData)
+        }
+    }
+
     @Test func aRejectedReceiptAddsNoRow() async throws {
         try await DownloadFixture.run { fixture in
             let foreign = try await fixture.control.purchase(["productId": DownloadFixture.book, "bundleId": "com.example.other"])

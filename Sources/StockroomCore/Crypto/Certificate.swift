@@ -24,10 +24,12 @@ public final class Certificate: @unchecked Sendable {
 
     /// The first certificate of a PEM text.
     public convenience init(pem: String) throws(CryptoError) {
-        let bytes = Array(pem.utf8)
-        let bio = bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
-        defer { BIO_free(bio) }
-        guard let parsed = PEM_read_bio_X509(bio, nil, nil, nil) else { throw .invalidCertificate(OpenSSLError.lastMessage()) }
+        let parsed: OpaquePointer? = Array(pem.utf8).withUnsafeBytes { buffer in
+            let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
+            defer { BIO_free(bio) }
+            return PEM_read_bio_X509(bio, nil, nil, nil)
+        }
+        guard let parsed else { throw .invalidCertificate(OpenSSLError.lastMessage()) }
         self.init(owning: parsed)
     }
 

@@ -12,10 +12,12 @@ public final class ECPrivateKey: @unchecked Sendable {
 
     /// A PEM key, such as an App Store Connect `.p8` file (PKCS#8).
     public init(pem: String) throws(CryptoError) {
-        let bytes = Array(pem.utf8)
-        let bio = bytes.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
-        defer { BIO_free(bio) }
-        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw .invalidKey(OpenSSLError.lastMessage()) }
+        let parsed: OpaquePointer? = Array(pem.utf8).withUnsafeBytes { buffer in
+            let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+        }
+        guard let key = parsed else { throw .invalidKey(OpenSSLError.lastMessage()) }
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC, EVP_PKEY_get_bits(key) == 256 else {
             EVP_PKEY_free(key)
             throw .invalidKey("not a P-256 EC key")

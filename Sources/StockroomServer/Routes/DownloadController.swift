@@ -92,7 +92,10 @@ struct DownloadController<Context: RequestContext> {
                 try await ledger.countAttempt(row.transactionID)
                 return try await stream(row, product: product, head: nil, token: true, context: context)
             }
-            if let transactionID = input.transactionID {
+            // Read locally (untrusted) when the app named no transaction, so the kept receipt has its ID.
+            if let transactionID = input.transactionID ?? AppReceipt.readUntrusted(base64: receiptData)?.latestPurchase(of: product.productId)?.transactionID,
+                TransactionID.isValid(transactionID)
+            {
                 _ = try await ledger.recordPending(
                     VerifiedRecord(
                         transactionID: transactionID, originalTransactionID: transactionID, productID: product.productId,
