@@ -104,6 +104,7 @@ let package = Package(
             name: "StockroomBench",
             dependencies: [
                 "StockroomCore",
+                "AppStoreSimulator",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings

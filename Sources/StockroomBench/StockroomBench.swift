@@ -5,6 +5,7 @@ import StockroomCore
 /// `make bench` only, never shipped:
 /// - `StockroomBench verify SIMULATOR_URL COUNT` times receipt verifications against a running
 ///   simulator: p50/p99 and upstream calls per verification;
+/// - `StockroomBench signatures COUNT` measures JWS and receipt verifications per second;
 /// - `StockroomBench downloads SERVER_URL SIMULATOR_URL PRODUCT COUNT CONCURRENCY` measures
 ///   verified downloads per second.
 @main
@@ -15,6 +16,9 @@ struct StockroomBench {
         case ("verify", 3):
             guard let count = Int(arguments[2]), count > 0 else { usage() }
             try await VerificationBench(simulatorURL: arguments[1], count: count).run()
+        case ("signatures", 2):
+            guard let count = Int(arguments[1]), count > 0 else { usage() }
+            try await SignatureBench(count: count).run()
         case ("downloads", 6):
             guard let count = Int(arguments[4]), let concurrency = Int(arguments[5]), count > 0, concurrency > 0 else { usage() }
             try await DownloadBench(serverURL: arguments[1], simulatorURL: arguments[2], productID: arguments[3], count: count, concurrency: concurrency).run()
@@ -24,7 +28,7 @@ struct StockroomBench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: StockroomBench verify SIMULATOR_URL COUNT | downloads SERVER_URL SIMULATOR_URL PRODUCT COUNT CONCURRENCY\n".utf8))
+        FileHandle.standardError.write(Data("usage: StockroomBench verify SIMULATOR_URL COUNT | signatures COUNT | downloads SERVER_URL SIMULATOR_URL PRODUCT COUNT CONCURRENCY\n".utf8))
         exit(2)
     }
 }

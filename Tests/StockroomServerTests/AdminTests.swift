@@ -76,6 +76,21 @@ import Testing
         }
     }
 
+    @Test func refulfilmentOfAStoreKit2TransactionAsksTheServerAPI() async throws {
+        try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            #expect(try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction]).status == .ok)
+            let uri = "/v1/admin/fulfilments/\(purchase.transactionId)/refulfil"
+            #expect(try DownloadFixture.json(try await Self.admin(fixture, uri, method: .post))["outcome"] as? String == "verified")
+            try await fixture.control.refund(purchase.transactionId)
+            let outcome = try DownloadFixture.json(try await Self.admin(fixture, uri, method: .post))
+            #expect(outcome["outcome"] as? String == "revoked")
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
+            let calls = try await fixture.control.calls()
+            #expect(calls.production + calls.sandbox == 0, "no verifyReceipt for a StoreKit 2 transaction")
+        }
+    }
+
     @Test(arguments: [
         ("/v1/admin/fulfilments?state=shipped", HTTPResponse.Status.badRequest, "bad_request"),
         ("/v1/admin/fulfilments?limit=0", .badRequest, "bad_request"),

@@ -1,0 +1,51 @@
+import AppStoreSimulator
+import Foundation
+import StockroomCore
+
+/// StoreKit 2 JWS verifications per second (chain to the root, OIDs, ES256) and local receipt
+/// reads per second (PKCS#7 + chain at the creation date), with one task and with two.
+struct SignatureBench {
+    let count: Int
+
+    func run() async throws {
+        let chain = try SigningChain()
+        let payload = try JSONSerialization.data(withJSONObject: [
+            "transactionId": "2000000000000001", "originalTransactionId": "2000000000000001", "productId": "com.example.stockroom.demo.book1",
+            "bundleId": "com.example.stockroom.demo", "purchaseDate": 1_790_000_000_000, "environment": "Production",
+            "signedDate": Date().timeIntervalSince1970 * 1000,
+        ])
+        let jws = try chain.sign(payload: Array(payload))
+        let verifier = SignedTransactionVerifier(root: chain.root, bundleID: "com.example.stockroom.demo", environment: nil)
+        let receipt = AppReceipt(
+            receiptType: "Production", bundleID: "com.example.stockroom.demo", appVersion: "1", opaqueValue: Array("device".utf8),
+            creationDate: Date(timeIntervalSince1970: floor(Date().timeIntervalSince1970)),
+            purchases: [.init(quantity: 1, productID: "com.example.stockroom.demo.book1", transactionID: "2000000000000001", purchaseDate: Date(), originalTransactionID: "2000000000000001", cancellationDate: nil)])
+        let receiptData = ByteEncoding.base64(try chain.signReceipt(payload: receipt.encodedPayload()))
+        let root = chain.root
+
+        for tasks in [1, 2] {
+            let jwsRate = try await rate(tasks: tasks) {
+                guard case .success = verifier.verify(jws) else { throw BenchError("a JWS did not verify") }
+            }
+            let receiptRate = try await rate(tasks: tasks) {
+                guard case .success(let inspection) = ReceiptInspection.inspect(base64: receiptData, root: root), inspection.isSignatureVerified else {
+                    throw BenchError("a receipt did not verify")
+                }
+            }
+            print("\(tasks) task\(tasks == 1 ? "" : "s"): \(jwsRate) JWS verifications/s, \(receiptRate) receipt verifications/s")
+        }
+    }
+
+    private func rate(tasks: Int, _ operation: @escaping @Sendable () throws -> Void) async throws -> Int {
+        let perTask = count / tasks
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<tasks {
+                group.addTask { for _ in 0..<perTask { try operation() } }
+            }
+            try await group.waitForAll()
+        }
+        let elapsed = ContinuousClock.now - start
+        return Int(Double(perTask * tasks) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+    }
+}
