@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import StockroomCore
 import StockroomServer
 
 /// The options shared by `serve` and the operator commands, each falling back to
@@ -94,6 +95,24 @@ func parsePort(_ text: String) throws -> Int {
         throw ValidationError("port must be a number from 0 to 65535, not \"\(text)\"")
     }
     return port
+}
+
+/// The trimmed text of `file`, or of standard input for `-`; a one-line failure when unreadable.
+func readArgumentFile(_ file: String) -> String {
+    let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
+    guard let data else { fail("\(file) cannot be read") }
+    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+/// The root certificate at `path` (PEM), or `fallback` (one of Apple's) when none is given.
+func loadRootCertificate(_ path: String?, fallback: () throws -> Certificate) -> Certificate {
+    do {
+        guard let path else { return try fallback() }
+        guard let pem = FileManager.default.contents(atPath: path) else { fail("\(path) cannot be read") }
+        return try Certificate(pem: String(decoding: pem, as: UTF8.self))
+    } catch {
+        fail("the root certificate cannot be read: \(error)")
+    }
 }
 
 /// Prints `stockroom: message` on standard error and exits with `code`.

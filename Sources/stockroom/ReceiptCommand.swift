@@ -36,9 +36,7 @@ struct ReceiptCommand: AsyncParsableCommand {
 
         func run() async throws {
             let configuration = try options.configuration()
-            let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
-            guard let data else { fail("\(file) cannot be read") }
-            let receipt = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let receipt = readArgumentFile(file)
             guard !receipt.isEmpty, ByteEncoding.decodeBase64(receipt) != nil else { fail("\(file) does not hold base64 receipt data") }
 
             var logger = Logger(label: "stockroom.receipt")
@@ -81,20 +79,8 @@ extension ReceiptCommand {
         var json = false
 
         func run() async throws {
-            let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
-            guard let data else { fail("\(file) cannot be read") }
-            let trusted: Certificate
-            do {
-                if let root {
-                    guard let pem = FileManager.default.contents(atPath: root) else { fail("\(root) cannot be read") }
-                    trusted = try Certificate(pem: String(decoding: pem, as: UTF8.self))
-                } else {
-                    trusted = try AppleRootCertificates.incRoot()
-                }
-            } catch {
-                fail("the root certificate cannot be read: \(error)")
-            }
-            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = readArgumentFile(file)
+            let trusted = loadRootCertificate(root, fallback: AppleRootCertificates.incRoot)
             let inspection: ReceiptInspection
             switch ReceiptInspection.inspect(base64: text, root: trusted) {
             case .success(let read): inspection = read

@@ -34,20 +34,8 @@ struct TransactionCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
-            guard let data else { fail("\(file) cannot be read") }
-            let jws = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            let trusted: Certificate
-            do {
-                if let root {
-                    guard let pem = FileManager.default.contents(atPath: root) else { fail("\(root) cannot be read") }
-                    trusted = try Certificate(pem: String(decoding: pem, as: UTF8.self))
-                } else {
-                    trusted = try AppleRootCertificates.rootCAG3()
-                }
-            } catch {
-                fail("the root certificate cannot be read: \(error)")
-            }
+            let jws = readArgumentFile(file)
+            let trusted = loadRootCertificate(root, fallback: AppleRootCertificates.rootCAG3)
             var expected: StoreEnvironment?
             if let environment {
                 guard let parsed = StoreEnvironment(rawValue: environment) else { throw ValidationError("environment must be Production or Sandbox") }
