@@ -30,8 +30,10 @@ public struct PreparedContent: Sendable {
 
 /// The content folder on local disk, read with `pread` on NIO's thread pool.
 public struct LocalContentStore: ContentStore {
-    /// 256 KiB: one download holds two chunks, plus what the channel has not yet written.
-    public static let defaultChunkSize = 256 * 1024
+    /// 512 KiB: one download holds two chunks, plus what the channel has not yet written.
+    /// Measured on loopback with 16 clients: 256 KiB gave 2.3–3.0 GB/s, 512 KiB 2.8–3.5 GB/s at
+    /// 85–100 MB peak RSS, 1 MiB 3.1–3.3 GB/s at up to 131 MB.
+    public static let defaultChunkSize = 512 * 1024
 
     public let jail: ContentJail
     public let chunkSize: Int

@@ -2,7 +2,7 @@ import CMalloc
 
 /// Process-wide allocator settings that keep streaming memory bounded.
 public enum StreamingMemory {
-    /// Fixes glibc's mmap threshold at 128 KiB, so a 256 KiB chunk buffer that has to be
+    /// Fixes glibc's mmap threshold at 128 KiB, so a chunk buffer (512 KiB) that has to be
     /// allocated is mapped and unmapped, never parked in an arena.
     ///
     /// Downloads reuse their two chunk buffers (`LocalContentStore`), so this matters only when
