@@ -18,7 +18,7 @@ public struct VerifiedReceipt: Sendable, Equatable {
     public var transactions: [ReceiptTransaction]
 }
 
-/// Why a receipt was refused. Each has a stable `code` the download API returns.
+/// Why a receipt was refused. Each has a stable `code` the download API returns (with 403).
 public enum RejectionReason: Sendable, Equatable, CustomStringConvertible {
     /// 21002 (twice): the data is not a receipt.
     case malformedReceipt
@@ -38,6 +38,8 @@ public enum RejectionReason: Sendable, Equatable, CustomStringConvertible {
     case productMismatch(transactionID: String, productID: String)
     /// Refunded or revoked (`cancellation_date` set).
     case revoked(ReceiptTransaction)
+    /// A subscription whose expiry has passed (or Apple's 21006); HTTP 403 at the edge.
+    case expired(ReceiptTransaction)
     /// Another verifyReceipt status that means no.
     case upstreamStatus(Int)
 
@@ -52,6 +54,7 @@ public enum RejectionReason: Sendable, Equatable, CustomStringConvertible {
         case .transactionNotInReceipt: "transaction_not_in_receipt"
         case .productMismatch: "product_mismatch"
         case .revoked: "revoked"
+        case .expired: "subscription_expired"
         case .upstreamStatus: "receipt_rejected"
         }
     }
@@ -67,6 +70,7 @@ public enum RejectionReason: Sendable, Equatable, CustomStringConvertible {
         case .transactionNotInReceipt(let id): "the receipt has no transaction \(id)"
         case .productMismatch(let id, let product): "transaction \(id) is not a purchase of \(product)"
         case .revoked(let transaction): "transaction \(transaction.transactionID) was refunded or revoked"
+        case .expired(let transaction): "the subscription of transaction \(transaction.transactionID) has expired"
         case .upstreamStatus(let status): "the App Store refused the receipt with status \(status)"
         }
     }
