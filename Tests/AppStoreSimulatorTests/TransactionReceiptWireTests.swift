@@ -14,11 +14,12 @@ import Testing
         try await VerifyReceiptWireTests.live { control in
             let purchase = try await control.transactionPurchase()
             #expect(!purchase.receiptData.isEmpty, "the app receipt is still there")
-            let text = String(decoding: try #require(ByteEncoding.decodeBase64(try #require(purchase.transactionReceipt))), as: UTF8.self)
+            let transactionReceipt = try #require(purchase.transactionReceipt)
+            let text = String(decoding: try #require(ByteEncoding.decodeBase64(transactionReceipt)), as: UTF8.self)
             #expect(text.hasPrefix("{\n\t\"signature\" = \""))
             #expect(text.contains("\"signing-status\" = \"0\";"))
             #expect(!text.contains("\"environment\""), "production receipts do not say")
-            let receipt = try #require(TransactionReceipt.parse(base64: try #require(purchase.transactionReceipt)))
+            let receipt = try #require(TransactionReceipt.parse(base64: transactionReceipt))
             #expect(receipt.purchase.transactionID == purchase.transactionId)
             #expect(receipt.purchase.productID == Self.book)
             #expect(receipt.purchase.bundleID == "com.example.stockroom.demo")
@@ -59,7 +60,8 @@ import Testing
     @Test func alteredIs21003AndGarbageIs21002() async throws {
         try await VerifyReceiptWireTests.live { control in
             let purchase = try await control.transactionPurchase()
-            let text = String(decoding: try #require(ByteEncoding.decodeBase64(try #require(purchase.transactionReceipt))), as: UTF8.self)
+            let transactionReceipt = try #require(purchase.transactionReceipt)
+            let text = String(decoding: try #require(ByteEncoding.decodeBase64(transactionReceipt)), as: UTF8.self)
             let altered = text.replacingOccurrences(of: "\"pod\" = \"100\";", with: "\"environment\" = \"Sandbox\";\n\t\"pod\" = \"100\";")
             #expect(altered != text)
             let (_, forged) = try await VerifyReceiptWireTests.verify(control, ["receipt-data": ByteEncoding.base64(Array(altered.utf8))])

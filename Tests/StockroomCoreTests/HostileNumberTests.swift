@@ -8,7 +8,7 @@ import Testing
     static let hostile = [
         "1e30", "-1e30", "\"NaN\"", "\"nan\"", "\"inf\"", "\"-Infinity\"", "\"1e30\"", "99999999999999999999999",
         "-99999999999999999999999", "9223372036854775807", "-9223372036854775808", "\"9223372036854775808\"", "1.7976931348623157e308",
-        "\"0x1p62\"", "\"\"", "null", "true", "[1]", "{}", "\"12345678901234567890123456789012345\"",
+        "\"0x1p62\"", "\"\"", "null", "true", "[1]", "{}", "1700000000000.5", "\"12345678901234567890123456789012345\"",
     ]
     static let receiptDateFields = ["purchase_date_ms", "cancellation_date_ms", "expires_date_ms", "expires_date", "cancellation_date", "quantity"]
     static let signedDateFields = ["purchaseDate", "signedDate", "revocationDate", "expiresDate", "revocationReason"]
