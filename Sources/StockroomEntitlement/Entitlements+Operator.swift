@@ -119,7 +119,7 @@ extension Entitlements {
             guard let serverAPI else {
                 return .unavailable("signed transactions are re-verified through the App Store Server API, which has no credentials here")
             }
-            switch await serverAPI.transaction(transactionID) {
+            switch await serverAPI.transaction(transactionID, freshness: .upstreamOnly) {
             case .found(let info, _):
                 guard case .success(let current) = VerifiedProof.verifying(info, with: signedTransactions) else {
                     return .unavailable("the API's signed transaction does not verify")

@@ -239,3 +239,37 @@ import Testing
         }
     }
 }
+
+/// Issue 8 item 7: subscriptions end.
+@Suite struct SubscriptionExpiryTests {
+    @Test func aSubscriptionDownloadsUntilItsExpiryAndNotAfter() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(json: ["productId": DownloadFixture.book, "expiresInSeconds": 2])
+            let first = try await fixture.post(purchase)
+            #expect(first.status == .ok)
+            let token = try #require(first.headers[.init("X-Download-Token")!])
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.expiresAt != nil)
+            try await Task.sleep(for: .milliseconds(2300))
+            let resume = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token)
+            #expect(resume.status == .forbidden)
+            #expect(try DownloadFixture.code(resume) == "subscription_expired")
+            let again = try await fixture.post(purchase)
+            #expect(again.status == .forbidden)
+            #expect(try DownloadFixture.code(again) == "subscription_expired")
+        }
+    }
+
+    @Test func anAlreadyExpiredSubscriptionIsNeverEntitled() async throws {
+        try await DownloadFixture.run { fixture in
+            for signed in [false, true] {
+                let purchase = try await fixture.control.purchase(json: ["productId": DownloadFixture.book, "expiresInSeconds": -60])
+                let response = signed
+                    ? try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction])
+                    : try await fixture.post(purchase)
+                #expect(response.status == .forbidden)
+                #expect(try DownloadFixture.code(response) == "subscription_expired")
+            }
+            #expect(try await fixture.snapshot() == [])
+        }
+    }
+}

@@ -88,11 +88,12 @@ public struct VerifiedProof: Sendable, Equatable {
     }
 
     /// This proof, with what a newer verified view of the same transaction says about refunds
-    /// and expiry (the App Store Server API's current transaction).
+    /// and expiry (the App Store Server API's current transaction). A revocation either view
+    /// shows stands: a view cached from before a refund never hides it.
     public func updated(by current: VerifiedProof) -> VerifiedProof {
         guard current.transactionID == transactionID, current.originalTransactionID == originalTransactionID else { return self }
         var copy = self
-        copy.revokedAt = current.revokedAt
+        copy.revokedAt = revokedAt ?? current.revokedAt
         copy.expiresAt = current.expiresAt ?? expiresAt
         return copy
     }
