@@ -11,7 +11,7 @@ struct Stockroom: AsyncParsableCommand {
             STOCKROOM_BUNDLE_ID); a flag on the command line wins over the environment.
             """,
         subcommands: [
-            Serve.self, SimulatorCommand.self, FulfilmentsCommand.self, RefulfilCommand.self, RevokeCommand.self,
+            Serve.self, SimulatorCommand.self, FulfilmentsCommand.self, RefulfilCommand.self, RevokeCommand.self, ReinstateCommand.self,
             CatalogCommand.self, ReceiptCommand.self, TransactionCommand.self,
         ]
     )

@@ -1,96 +1,91 @@
+import AppStoreSimulator
 import Foundation
 import Testing
 @testable import StockroomCore
 
-/// Numbers from outside never trap: every date field of verifyReceipt answers and of JWS
-/// payloads, sent as `1e30`, `-1e30`, `NaN`-like strings or huge integers, is refused or read.
+/// Issue 8 item 1: numbers from outside that once trapped the process (`Double value cannot be
+/// converted to Int`) are refused as malformed instead. A trap kills the test process, so each
+/// of these fails on the code before the fix by crashing, not by a wrong answer.
 @Suite struct HostileNumberTests {
-    static let hostile = [
-        "1e30", "-1e30", "\"NaN\"", "\"nan\"", "\"inf\"", "\"-Infinity\"", "\"1e30\"", "99999999999999999999999",
-        "-99999999999999999999999", "9223372036854775807", "-9223372036854775808", "\"9223372036854775808\"", "1.7976931348623157e308",
-        "\"0x1p62\"", "\"\"", "null", "true", "[1]", "{}", "1700000000000.5", "\"12345678901234567890123456789012345\"",
+    static let bundle = "com.example.stockroom.demo"
+    static let chain = try! SigningChain()
+
+    /// `signedDate` values, written into the JSON text as they are (not through a Double).
+    static let hostileSignedDates = [
+        "1e30", "-1e30", "1e300", "-1e300", "9.3e18", "-9.3e18", "9223372036854775808", "18446744073709551616",
+        "99999999999999999999999999999999", "-1", "4102444800001", "\"9223372036854775808\"", "\"1e30\"", "null",
     ]
-    static let receiptDateFields = ["purchase_date_ms", "cancellation_date_ms", "expires_date_ms", "expires_date", "cancellation_date", "quantity"]
-    static let signedDateFields = ["purchaseDate", "signedDate", "revocationDate", "expiresDate", "revocationReason"]
 
-    static func transaction(_ field: String, _ value: String) -> String {
-        var fields = [
-            "\"product_id\": \"p.q\"", "\"transaction_id\": \"1\"", "\"original_transaction_id\": \"1\"", "\"purchase_date_ms\": \"1700000000000\"",
-        ].filter { !$0.hasPrefix("\"\(field)\"") }
-        fields.append("\"\(field)\": \(value)")
-        return "{" + fields.joined(separator: ", ") + "}"
+    /// A JWS shaped as in the issue: any DER certificate three times in `x5c`, 64 arbitrary
+    /// signature bytes, and `payloadJSON` as the payload.
+    static func forgedJWS(payloadJSON: String) -> String {
+        let certificate = ByteEncoding.base64(chain.leaf.der)
+        let header = "{\"alg\":\"ES256\",\"x5c\":[\"\(certificate)\",\"\(certificate)\",\"\(certificate)\"]}"
+        let signature = [UInt8](repeating: 0xA5, count: 64)
+        return [Array(header.utf8), Array(payloadJSON.utf8), signature].map(ByteEncoding.base64URL).joined(separator: ".")
     }
 
-    @Test(arguments: receiptDateFields)
-    func verifyReceiptAnswersNeverTrap(field: String) throws {
-        for value in Self.hostile {
-            let entry = Self.transaction(field, value)
-            let bodies = [
-                "{\"status\": 0, \"receipt\": {\"bundle_id\": \"a.b\", \"in_app\": [\(entry)]}, \"latest_receipt_info\": [\(entry)]}",
-                "{\"status\": 21006, \"receipt\": \(entry.dropLast()), \"bid\": \"a.b\"}, \"latest_expired_receipt_info\": \(entry)}",
-                "{\"status\": \(value), \"receipt\": \(entry)}",
-            ]
-            for body in bodies {
-                if let response = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(body.utf8)) {
-                    let receipt = VerifyReceiptClient.receipt(from: response, calledAt: .production)
-                    _ = AppStoreReceiptVerifier.check(receipt, VerificationRequest(receiptData: "", productID: "p.q"), bundleID: "a.b")
-                    for transaction in receipt.inApp + receipt.latestReceiptInfo {
-                        #expect(abs(transaction.purchaseDate) <= Milliseconds.bound)
-                        #expect(abs(transaction.expiresDate ?? 0) <= Milliseconds.bound)
-                        #expect(abs(transaction.cancellationDate ?? 0) <= Milliseconds.bound)
-                    }
-                }
-            }
+    static func transactionJSON(signedDate: String) -> String {
+        """
+        {"transactionId":"2000000000000001","originalTransactionId":"2000000000000001","productId":"com.example.stockroom.demo.book1",\
+        "bundleId":"\(bundle)","purchaseDate":1790000000000,"type":"Non-Consumable","environment":"Production","signedDate":\(signedDate)}
+        """
+    }
+
+    static func isMalformed<T>(_ result: Result<T, JWSFailure>) -> Bool {
+        if case .failure(.malformed) = result { return true }
+        return false
+    }
+
+    @Test(arguments: hostileSignedDates)
+    func aForgedJWSWithAHostileSignedDateIsMalformed(signedDate: String) {
+        let jws = Self.forgedJWS(payloadJSON: Self.transactionJSON(signedDate: signedDate))
+        #expect(Self.isMalformed(JWSVerifier(root: Self.chain.root).verify(jws)))
+        let transactions = SignedTransactionVerifier(root: Self.chain.root, bundleID: Self.bundle, environment: nil)
+        #expect(Self.isMalformed(transactions.verify(jws)))
+    }
+
+    @Test(arguments: hostileSignedDates)
+    func aGenuinelySignedJWSWithAHostileSignedDateIsMalformed(signedDate: String) throws {
+        let jws = try Self.chain.sign(payload: Array(Self.transactionJSON(signedDate: signedDate).utf8))
+        #expect(Self.isMalformed(JWSVerifier(root: Self.chain.root).verify(jws)))
+    }
+
+    @Test(arguments: ["1e30", "-1e30", "1e300", "9.3e18"])
+    func aNotificationWithAHostileSignedDateIsMalformed(signedDate: String) throws {
+        let transactions = SignedTransactionVerifier(root: Self.chain.root, bundleID: Self.bundle, environment: nil)
+        let notification = """
+            {"notificationType":"REFUND","notificationUUID":"5f2c0000-0000-4000-8000-000000000001","signedDate":\(signedDate),\
+            "data":{"bundleId":"\(Self.bundle)"}}
+            """
+        #expect(Self.isMalformed(AppStoreNotification.verify(Self.forgedJWS(payloadJSON: notification), with: transactions)))
+        let signed = try Self.chain.sign(payload: Array(notification.utf8))
+        #expect(Self.isMalformed(AppStoreNotification.verify(signed, with: transactions)))
+    }
+
+    @Test func aSignedDateInsideTheRangeStillVerifies() throws {
+        let now = (Date().timeIntervalSince1970 * 1000).rounded()
+        let jws = try Self.chain.sign(payload: Array(Self.transactionJSON(signedDate: "\(Int64(now))").utf8))
+        #expect(throws: Never.self) { try JWSVerifier(root: Self.chain.root).verify(jws).get() }
+    }
+
+    @Test(arguments: [1e30, -1e30, 1e300, .infinity, -.infinity, .nan, 9.3e18, 253_402_300_800, -62_135_596_801])
+    func aTimeOpenSSLCannotHoldIsRefusedNotTrapped(seconds: Double) throws {
+        let time = Date(timeIntervalSince1970: seconds)
+        #expect(CertificateTime.seconds(time) == nil)
+        let problem = CertificateChain.problem(leaf: Self.chain.leaf, intermediates: [Self.chain.intermediate], root: Self.chain.root, at: time)
+        #expect(problem == "the verification time is outside the years 1 to 9999")
+        let receipt = try Self.chain.signReceipt(payload: [0x31, 0x00])
+        #expect(SignedData.problem(verifying: receipt, root: Self.chain.root, at: time) == "the verification time is outside the years 1 to 9999")
+        let key = try ECPrivateKey()
+        #expect(throws: CryptoError.self) {
+            try Certificate.issue(commonName: "x", subjectKey: key, issuer: nil, isAuthority: true, notBefore: Date(), notAfter: time)
         }
     }
 
-    @Test func outOfRangeMillisecondsAreDecodingErrors() {
-        for value in ["1e30", "-1e30", "\"NaN\"", "99999999999999999999999", "9223372036854775807"] {
-            #expect(throws: DecodingError.self) { try JSONDecoder().decode(ReceiptTransaction.self, from: Data(Self.transaction("purchase_date_ms", value).utf8)) }
-        }
-        let legacy = try? JSONDecoder().decode(ReceiptTransaction.self, from: Data(Self.transaction("expires_date", "\"1700000000000\"").utf8))
-        #expect(legacy?.expiresDate == 1_700_000_000_000)
-        let formatted = try? JSONDecoder().decode(ReceiptTransaction.self, from: Data(Self.transaction("expires_date", "\"2023-11-14 22:13:20 Etc/GMT\"").utf8))
-        #expect(formatted?.expiresDate == 1_700_000_000_000)
-        let fraction = try? JSONDecoder().decode(ReceiptTransaction.self, from: Data(Self.transaction("purchase_date_ms", "1700000000000.75").utf8))
-        #expect(fraction?.purchaseDate == 1_700_000_000_000)
-    }
-
-    @Test(arguments: signedDateFields)
-    func signedTransactionPayloadsNeverTrap(field: String) {
-        var decodedAny = false
-        for value in Self.hostile {
-            var fields: [String: String] = [
-                "transactionId": "\"1\"", "productId": "\"p.q\"", "bundleId": "\"a.b\"", "environment": "\"Production\"",
-                "purchaseDate": "1700000000000", "signedDate": "1700000000000",
-            ]
-            fields[field] = value
-            let json = "{" + fields.map { "\"\($0.key)\": \($0.value)" }.joined(separator: ", ") + "}"
-            if let transaction = try? JSONDecoder().decode(SignedTransaction.self, from: Data(json.utf8)) {
-                decodedAny = true
-                #expect(abs(transaction.signedDate) <= Milliseconds.bound)
-                #expect(abs(transaction.purchaseDate) <= Milliseconds.bound)
-                #expect(abs(transaction.expiresDate ?? 0) <= Milliseconds.bound)
-                #expect(abs(transaction.revocationDate ?? 0) <= Milliseconds.bound)
-            }
-        }
-        #expect(decodedAny, "null or in-range values still decode")
-        #expect(throws: DecodingError.self) {
-            try JSONDecoder().decode(SignedTransaction.self, from: Data(#"{"transactionId": "1", "productId": "p", "bundleId": "b", "environment": "Production", "purchaseDate": 1, "signedDate": 1e30}"#.utf8))
-        }
-    }
-
-    @Test func checkedConversionsRefuseWhatDoesNotFit() {
-        #expect(Milliseconds.checked(Double.nan) == nil)
-        #expect(Milliseconds.checked(Double.infinity) == nil)
-        #expect(Milliseconds.checked(1e30) == nil)
-        #expect(Milliseconds.checked(-1e30) == nil)
-        #expect(Milliseconds.checked(1_700_000_000_000.9) == 1_700_000_000_000)
-        #expect(Milliseconds.parse("nan") == nil)
-        #expect(Milliseconds.parse("1e30") == nil)
-        #expect(Milliseconds.parse(String(repeating: "9", count: 40)) == nil)
-        #expect(Milliseconds.parse(" 1700000000000 ") == 1_700_000_000_000)
-        #expect(Milliseconds.of(.distantFuture) == 64_092_211_200_000)
-        #expect(Milliseconds.of(Date(timeIntervalSince1970: 1e300)) == Milliseconds.bound)
+    @Test func theYearsCertificatesCanHoldConvert() {
+        #expect(CertificateTime.seconds(Date(timeIntervalSince1970: 253_402_300_799)) == 253_402_300_799)
+        #expect(CertificateTime.seconds(Date(timeIntervalSince1970: -62_135_596_800)) == -62_135_596_800)
+        #expect(CertificateTime.seconds(Date(timeIntervalSince1970: 1_790_000_000.75)) == 1_790_000_000)
     }
 }

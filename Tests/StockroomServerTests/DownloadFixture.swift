@@ -61,6 +61,13 @@ struct DownloadFixture: Sendable {
         return try await client.execute(uri: "/v1/downloads/\(transactionID)/ack", method: .post, headers: headers)
     }
 
+    /// An admin API call, `/v1/admin/<path>`, with the bearer `token` and an optional JSON body.
+    func admin(_ method: HTTPRequest.Method, _ path: String, token: String, body: [String: String]? = nil) async throws -> TestResponse {
+        try await client.execute(
+            uri: "/v1/admin/\(path)", method: method, headers: [.authorization: "Bearer \(token)"],
+            body: try body.map { ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: $0)) })
+    }
+
     /// Every row and attempt, to show that a refused request changed nothing.
     func snapshot() async throws -> [String] {
         var lines: [String] = []
