@@ -93,8 +93,8 @@ import Testing
     @Test func aSecondLookupWithinTheCacheIntervalMakesNoUpstreamCall() async throws {
         try await Self.withAPI(cacheInterval: .seconds(60)) { control, api in
             let purchase = try await control.purchase()
-            guard case .found(let first, _) = await api.transaction(purchase.transactionId) else { Issue.record("not found"); return }
-            guard case .found(let second, _) = await api.transaction(purchase.transactionId) else { Issue.record("not found"); return }
+            guard case .found(let first, _) = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("not found"); return }
+            guard case .found(let second, _) = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("not found"); return }
             #expect(first == second)
             let lookups = try await control.serverAPICalls()
             #expect(lookups == 1)
@@ -111,11 +111,11 @@ import Testing
         try await Self.withAPI(cacheInterval: .seconds(60)) { control, api in
             let purchase = try await control.purchase()
             try await control.fault(["kind": "http-status", "status": 503, "count": 4])
-            guard case .unavailable = await api.transaction(purchase.transactionId) else { Issue.record("expected unavailable"); return }
-            guard case .found = await api.transaction(purchase.transactionId) else { Issue.record("the outage was cached"); return }
-            #expect(await api.transaction("2999999999999999") == .notFound)
-            #expect(await api.transaction("2999999999999999") == .notFound)
-            #expect(await api.transaction("../../sim/api-key") == .notFound, "no path is built from what is no transaction ID")
+            guard case .unavailable = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("expected unavailable"); return }
+            guard case .found = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("the outage was cached"); return }
+            #expect(await api.transaction("2999999999999999", freshness: .cachedAllowed) == .notFound)
+            #expect(await api.transaction("2999999999999999", freshness: .cachedAllowed) == .notFound)
+            #expect(await api.transaction("../../sim/api-key", freshness: .cachedAllowed) == .notFound, "no path is built from what is no transaction ID")
             let lookups = try await control.serverAPICalls()
             #expect(lookups == 4 + 1 + 4)
         }

@@ -20,7 +20,7 @@ public struct VerifiedReceipt: Sendable, Equatable {
 
 /// Why a receipt was refused. Each has a stable `code` the download API returns (with 403).
 public enum RejectionReason: Sendable, Equatable, CustomStringConvertible {
-    /// 21002 (twice): the data is not a receipt.
+    /// Not a receipt: refused locally before any upstream call, or 21002 twice from Apple.
     case malformedReceipt
     /// 21003: Apple could not authenticate the receipt.
     case notAuthentic
@@ -61,7 +61,7 @@ public enum RejectionReason: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .malformedReceipt: "the App Store says the receipt data is malformed (21002)"
+        case .malformedReceipt: "the data is not an app receipt or a transaction receipt (refused locally, or 21002 from the App Store)"
         case .notAuthentic: "the App Store could not authenticate the receipt (21003)"
         case .environmentMismatch: "neither the production nor the sandbox App Store accepts the receipt (21007/21008)"
         case .bundleMismatch(let expected, let actual): "the receipt is for bundle \(actual ?? "(none)"), not \(expected)"
