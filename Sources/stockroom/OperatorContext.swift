@@ -21,11 +21,12 @@ struct OperatorContext {
         }
     }
 
-    /// Re-fulfilment against the configured upstream; with `simulator`, the running server's.
+    /// Re-fulfilment against the configured upstream; with `simulator`, the running server's
+    /// (trusting JWS only under `--trust-root`, as with a URL).
     func refulfilment() async throws -> Refulfilment {
         var logger = Logger(label: "stockroom.operator")
         logger.logLevel = .critical
-        let trust = try await UpstreamTrust.discover(configuration: configuration, logger: logger)
+        let trust = try UpstreamTrust.resolve(configuration: configuration, logger: logger)
         let client = VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
             sharedSecret: configuration.sharedSecret, policy: configuration.verificationRetryPolicy, logger: logger)
