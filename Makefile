@@ -15,7 +15,7 @@ build: deps
 	$(SWIFT) build
 
 serve: build
-	.build/debug/stockroom serve $(ARGS)
+	.build/debug/stockroom serve --upstream simulator $(ARGS)
 
 test: deps
 	$(SWIFT) test

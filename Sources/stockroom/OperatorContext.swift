@@ -23,11 +23,12 @@ struct OperatorContext {
     }
 
     /// The entitlement component against the configured upstream, with no verdict cache: an
-    /// operator's re-verification always asks the App Store.
+    /// operator's re-verification always asks the App Store. With `simulator`, the running
+    /// server's (trusting JWS only under `--trust-root`, as with a URL).
     func entitlements() async throws -> Entitlements {
         var logger = Logger(label: "stockroom.operator")
         logger.logLevel = .critical
-        let trust = try await UpstreamTrust.discover(configuration: configuration, logger: logger)
+        let trust = try UpstreamTrust.resolve(configuration: configuration, logger: logger)
         let client = VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
             sharedSecret: configuration.sharedSecret, policy: configuration.verificationRetryPolicy, logger: logger)

@@ -12,20 +12,28 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run the server: catalogue, downloads, ledger.",
         discussion: """
             With no options it serves the sample catalogue from ./catalog and ./content, keeps its
-            ledger in ./stockroom.sqlite, and verifies against the built-in App Store simulator.
-            It refuses to start, with one line saying why, on a bad catalogue, a port in use, or
-            a database it cannot write. SIGTERM or SIGINT stops it gracefully.
+            ledger in ./stockroom.sqlite, and verifies with Apple. --upstream simulator (what
+            `make serve` passes) mounts the App Store simulator under /simulator for development,
+            on a loopback --host only. It refuses to start, with one line saying why, on a bad
+            catalogue, a port in use, a database it cannot write, a secret shorter than 32 bytes,
+            or the simulator on a public host. SIGTERM or SIGINT stops it gracefully.
             """
     )
 
     @OptionGroup var options: ServerOptions
 
     func run() async throws {
-        let configuration = try options.configuration()
+        let configuration: StockroomServer.ServerConfiguration
+        do {
+            configuration = try options.configuration()
+        } catch let refusal as ConfigurationRefusal {
+            fail(refusal.description)
+        }
         StreamingMemory.bound()
+        let logLevel = configuration.logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = configuration.logLevel
+            handler.logLevel = logLevel
             return handler
         }
         let registry = PrometheusCollectorRegistry()
@@ -36,6 +44,8 @@ struct Serve: AsyncParsableCommand {
             application = try await buildApplication(configuration: configuration, metrics: registry)
         } catch let error as StartupError {
             fail(error.description)
+        } catch {
+            fail("the server cannot start: \(error)")
         }
         do {
             try await application.runService()

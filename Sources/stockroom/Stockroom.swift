@@ -9,6 +9,9 @@ struct Stockroom: AsyncParsableCommand {
         discussion: """
             Every option also reads STOCKROOM_<OPTION> from the environment (--bundle-id reads
             STOCKROOM_BUNDLE_ID); a flag on the command line wins over the environment.
+            Receipts are verified with Apple unless --upstream names a URL (trusting JWS only under
+            --trust-root) or the simulator, a test tool served only on loopback (make serve uses
+            it).
             """,
         subcommands: [
             Serve.self, SimulatorCommand.self, FulfilmentsCommand.self, RefulfilCommand.self, RevokeCommand.self, ReinstateCommand.self,

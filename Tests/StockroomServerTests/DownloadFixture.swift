@@ -27,6 +27,10 @@ struct DownloadFixture: Sendable {
             let control = SimulatorControl(simulatorClient)
             var server = try ServerFixture()
             server.configuration.upstream = .url(control.baseURL)
+            // The server fetches no trust: the test names the simulator's root and API key.
+            let trust = try await control.trust(bundleID: "com.example.stockroom.demo")
+            server.configuration.trustedRoots = [trust.root]
+            server.configuration.serverAPICredentials = trust.credentials
             configure(&server.configuration)
             let databasePath = server.configuration.databasePath
             let root = server.root
@@ -101,5 +105,18 @@ struct DownloadFixture: Sendable {
     /// A token minted with the test secret, e.g. already expired.
     static func token(_ transactionID: String, product: String = book, issuedAt: Date = Date()) -> String {
         DownloadTokenSigner(key: Array(ServerFixture.tokenSecret.utf8)).token(transactionID: transactionID, productID: product, now: issuedAt)
+    }
+}
+
+extension SimulatorControl {
+    /// The simulator's root certificate and App Store Server API key, read from its control API
+    /// as a test (never the server) may.
+    func trust(bundleID: String) async throws -> (root: Certificate, credentials: AppStoreServerAPIClient.Credentials) {
+        let pem = String(buffer: try await client.execute(uri: "/sim/root.pem", method: .get).body)
+        let key = try JSONSerialization.jsonObject(with: Data(buffer: try await client.execute(uri: "/sim/api-key", method: .get).body)) as? [String: String]
+        let credentials = AppStoreServerAPIClient.Credentials(
+            issuerID: key?["issuerId"] ?? "", keyID: key?["keyId"] ?? "", bundleID: bundleID,
+            privateKey: try ECPrivateKey(pem: key?["privateKey"] ?? ""))
+        return (try Certificate(pem: pem), credentials)
     }
 }
