@@ -94,7 +94,8 @@ import Testing
         try await Self.withAPI(cacheInterval: .seconds(60)) { control, api in
             let purchase = try await control.purchase()
             guard case .found(let first, _) = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("not found"); return }
-            guard case .found(let second, _) = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("not found"); return }
+            // The default is the download path's: a cached answer will do.
+            guard case .found(let second, _) = await api.transaction(purchase.transactionId) else { Issue.record("not found"); return }
             #expect(first == second)
             let lookups = try await control.serverAPICalls()
             #expect(lookups == 1)

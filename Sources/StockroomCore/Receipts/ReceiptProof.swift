@@ -29,6 +29,7 @@ public struct ClaimedPurchase: Sendable, Equatable {
 /// hence one cache entry and one upstream call; classifying first means bytes that are no
 /// receipt at all are refused without asking Apple.
 public struct ReceiptProof: Sendable, Equatable {
+    /// An app receipt or a transaction receipt, by its structure (not by anything it claims).
     public let kind: ReceiptKind
     /// Canonical base64 (whitespace removed, standard alphabet, padded): what is hashed,
     /// stored and sent upstream.
@@ -37,6 +38,7 @@ public struct ReceiptProof: Sendable, Equatable {
     public let digest: String
     /// What the receipt claims, read without verification: never authorises anything.
     public let claims: [ClaimedPurchase]
+    /// The bundle ID the receipt names (attribute 2, or `bid`), unverified.
     public let claimedBundleID: String?
     /// nil when the receipt does not say.
     public let claimedEnvironment: StoreEnvironment?

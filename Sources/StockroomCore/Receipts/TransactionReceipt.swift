@@ -12,6 +12,7 @@ public struct TransactionReceipt: Sendable, Equatable {
     public var purchaseInfoText: String
     /// `environment`: `Sandbox` when present; production receipts leave it out.
     public var environment: String?
+    /// `pod` and `signing-status`: Apple's bookkeeping, shown by `receipt inspect`, never checked.
     public var pod: String?
     public var signingStatus: String?
     /// The purchase `purchase-info` describes.

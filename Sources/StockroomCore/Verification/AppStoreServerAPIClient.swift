@@ -71,11 +71,12 @@ public final class AppStoreServerAPIClient: Sendable {
         self.logger = logger
     }
 
-    /// The API's answer about `transactionID`. With `.cachedAllowed`, a `.found` answer younger
-    /// than `cacheInterval` is reused; `.upstreamOnly` (the default, since this is the refund
-    /// check) asks Apple now and refreshes the cache. `.notFound` and `.unavailable` are never
-    /// cached, and `.unavailable` stays distinct from both others.
-    public func transaction(_ transactionID: String, freshness: VerificationFreshness = .upstreamOnly) async -> Lookup {
+    /// The API's answer about `transactionID`. With `.cachedAllowed` (downloads), a `.found`
+    /// answer younger than `cacheInterval` is reused, so a view from before a refund can stand
+    /// for that long: never let it clear a revocation seen elsewhere. `.upstreamOnly`
+    /// (operators) asks Apple now and refreshes the cache. `.notFound` and `.unavailable` are
+    /// never cached, and `.unavailable` stays distinct from both others.
+    public func transaction(_ transactionID: String, freshness: VerificationFreshness = .cachedAllowed) async -> Lookup {
         guard Self.isTransactionID(transactionID) else { return .notFound }
         if freshness == .cachedAllowed, let cached = cache.value(for: transactionID) { return cached }
         let lookup = await lookUp(transactionID)

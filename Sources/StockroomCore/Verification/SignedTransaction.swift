@@ -76,6 +76,8 @@ public struct SignedTransactionVerifier: Sendable {
         self.environment = environment
     }
 
+    /// The transaction a JWS carries once its signature, chain, bundle and environment check
+    /// out; a payload whose numbers do not fit is `.malformed`, never a trap.
     public func verify(_ signedTransaction: String) -> Result<SignedTransaction, JWSFailure> {
         let payload: [UInt8]
         switch jws.verify(signedTransaction) {
