@@ -18,6 +18,7 @@ serve: build
 	.build/debug/stockroom serve --upstream simulator $(ARGS)
 
 test: deps
+	.ci/graph-check
 	$(SWIFT) test
 	$(SWIFT) build --product stockroom
 	.ci/cli-tests .build/debug/stockroom
