@@ -57,6 +57,7 @@ public final class DownloadSlots: Sendable {
 /// dropped without `release()` returns itself when freed, so a path that forgets cannot leak it.
 public final class DownloadSlot: Sendable {
     private let slots: DownloadSlots
+    /// The transaction whose stream holds the slot.
     public let transactionID: String
     private let released = Atomic(false)
 

@@ -49,6 +49,7 @@ public struct DurationArgumentError: Error, Equatable, CustomStringConvertible {
         case malformed, tooLong, rate
     }
 
+    /// The text as given.
     public let text: String
     public var kind: Kind = .malformed
 

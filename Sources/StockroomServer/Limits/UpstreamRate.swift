@@ -5,6 +5,7 @@
 public struct UpstreamRate: Sendable, Equatable, CustomStringConvertible {
     /// Requests per period, at least 1.
     public let requests: Int
+    /// The period the allowance refills over.
     public let period: Duration
 
     /// Nil when `requests` is not 1...1,000,000 or `period` is not positive.

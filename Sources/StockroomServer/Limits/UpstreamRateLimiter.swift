@@ -6,6 +6,7 @@ import Synchronization
 /// at most `maximumAddresses` buckets are kept at all, so memory stays bounded under a flood of
 /// addresses.
 public final class UpstreamRateLimiter: Sendable {
+    /// The allowance per address.
     public let rate: UpstreamRate
     /// How many addresses are tracked at most; past it, refilled buckets go, then the oldest.
     public let maximumAddresses: Int
