@@ -117,6 +117,7 @@ public func buildApplication(
         metadata: ["version": .string(catalog.version), "products": .stringConvertible(catalog.products.count)])
     return Application(
         router: router,
+        server: .http1(limitsOf: configuration),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Stockroom"),
         services: [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)],
         logger: logger

@@ -45,6 +45,22 @@ public struct ServerConfiguration: Sendable {
     public var appStoreIssuerID: String?
     /// The bearer token of `/v1/admin`; the admin routes are off while it is nil.
     public var adminToken: String?
+    /// Whether sandbox purchases are served (`--sandbox`); App Review buys in the sandbox.
+    public var sandbox: SandboxPolicy = .allow
+
+    // Limits: each has a `serve` flag and a STOCKROOM_ variable (ServerConfiguration+Limits).
+    /// A connection with no request in progress is closed after this; zero never closes it.
+    public var idleTimeout: Duration = .seconds(60)
+    /// A request head must be complete this long after the connection opens or the request's
+    /// first byte arrives; zero waits as long as the idle timeout allows.
+    public var headerTimeout: Duration = .seconds(10)
+    /// Concurrent content streams in total.
+    public var maxDownloads = 512
+    /// Concurrent content streams of one transaction.
+    public var maxDownloadsPerTransaction = 4
+    /// Requests that reach the App Store, per client address; nil is no limit.
+    public var upstreamRate: UpstreamRate? = .default
+
     /// How often the catalogue watcher looks for changed files.
     public var catalogPollInterval: Duration = .seconds(1)
     public var logLevel: Logger.Level = .info

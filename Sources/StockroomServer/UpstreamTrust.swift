@@ -14,8 +14,10 @@ public struct UpstreamTrust: Sendable {
     public let root: Certificate
     /// Further trusted roots (several `--trust-root`); verifiers take one root today.
     public let otherRoots: [Certificate]
+    /// The App Store Server API client, when credentials were given; nil means no Server API.
     public let serverAPI: AppStoreServerAPIClient?
 
+    /// Trust given directly; `resolve(configuration:logger:)` is how the server and CLI build it.
     public init(root: Certificate, otherRoots: [Certificate] = [], serverAPI: AppStoreServerAPIClient?) {
         self.root = root
         self.otherRoots = otherRoots

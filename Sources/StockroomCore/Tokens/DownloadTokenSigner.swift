@@ -100,7 +100,9 @@ public enum TokenSecretError: Error, Equatable, CustomStringConvertible {
     case notAFile
     /// The kept file holds no base64 key of at least 32 bytes.
     case malformed
+    /// The kept file exists but cannot be examined or read.
     case cannotRead(reason: String)
+    /// There is no kept file and a new one cannot be written.
     case cannotCreate(reason: String)
 
     public var description: String {
