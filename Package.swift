@@ -134,6 +134,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // `make fuzz` and the fuzz step of `make test` (`.ci/fuzz`): libFuzzer harnesses when built
+        // with `--sanitize=fuzzer -DSTOCKROOM_LIBFUZZER`; otherwise a driver replaying inputs through them.
+        .executableTarget(
+            name: "StockroomFuzz",
+            dependencies: [
+                "StockroomCore",
+                "AppStoreSimulator",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Fuzz/Sources",
+            swiftSettings: swiftSettings
+        ),
 
         // Helpers shared by the test targets: temporary folders, sample bytes.
         .target(
