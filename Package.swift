@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
         // System libraries, with small C shims for what Swift cannot call directly.
@@ -59,11 +60,21 @@ let package = Package(
             resources: [.copy("Resources/AppleRootCA-G3.pem"), .copy("Resources/AppleIncRootCertificate.pem")],
             swiftSettings: swiftSettings
         ),
+        // Every decision to serve, refuse, revoke, reinstate or re-fulfil: no HTTP in it.
+        .target(
+            name: "StockroomEntitlement",
+            dependencies: [
+                "StockroomCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The Hummingbird application.
         .target(
             name: "StockroomServer",
             dependencies: [
                 "StockroomCore",
+                "StockroomEntitlement",
                 "AppStoreSimulator",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -90,6 +101,7 @@ let package = Package(
             name: "stockroom",
             dependencies: [
                 "StockroomCore",
+                "StockroomEntitlement",
                 "StockroomServer",
                 "AppStoreSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -129,6 +141,19 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StockroomEntitlementTests",
+            dependencies: [
+                "StockroomEntitlement",
+                "StockroomCore",
+                "AppStoreSimulator",
+                "StockroomTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings
         ),

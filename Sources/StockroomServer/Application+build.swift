@@ -4,6 +4,7 @@ public import Logging
 import NIOPosix
 public import Prometheus
 import StockroomCore
+import StockroomEntitlement
 
 /// Why the server refused to start; printed as one line by the executable.
 public enum StartupError: Error, CustomStringConvertible {
@@ -94,20 +95,16 @@ public func buildApplication(
     HealthController(catalog: catalogStore, metrics: metrics).addRoutes(to: router)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
     let signedTransactions = SignedTransactionVerifier(root: trust.root, bundleID: configuration.bundleID, environment: nil)
-    NotificationController(ledger: ledger, verifier: signedTransactions, bundleID: configuration.bundleID).addRoutes(to: router.group("v1"))
-    DownloadController(
-        catalog: catalogStore, ledger: ledger, verifier: verifier,
-        signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
-        responder: ContentResponder(store: LocalContentStore(jail: jail)),
+    let entitlements = Entitlements(
+        ledger: ledger, receipts: verifier, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
-        bundleID: configuration.bundleID, reverifyInterval: configuration.reverifyInterval
+        policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval), logger: logger)
+    NotificationController(entitlements: entitlements).addRoutes(to: router.group("v1"))
+    DownloadController(
+        catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: LocalContentStore(jail: jail))
     ).addRoutes(to: router.group("v1"))
     if let adminToken = configuration.adminToken {
-        AdminController(
-            ledger: ledger,
-            refulfilment: Refulfilment(ledger: ledger, verifier: verifier, signedTransactions: signedTransactions, serverAPI: trust.serverAPI),
-            token: adminToken)
-            .addRoutes(to: router.group("v1"))
+        AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))
     }
     if let simulator {
         simulator.addRoutes(to: router.group("simulator"), configuration: configuration)

@@ -17,7 +17,7 @@ struct Stockroom: AsyncParsableCommand {
             the sandbox policy.
             """,
         subcommands: [
-            Serve.self, SimulatorCommand.self, FulfilmentsCommand.self, RefulfilCommand.self, RevokeCommand.self,
+            Serve.self, SimulatorCommand.self, FulfilmentsCommand.self, RefulfilCommand.self, RevokeCommand.self, ReinstateCommand.self,
             CatalogCommand.self, ReceiptCommand.self, TransactionCommand.self,
         ]
     )

@@ -11,10 +11,11 @@ public enum ByteRangeSpec: Sendable, Equatable {
     public func resolve(size: Int64) -> ClosedRange<Int64>? {
         switch self {
         case .bounded(let first, let last):
-            guard first < size else { return nil }
+            // Parsed specs hold first ≤ last and no negatives; built ones are checked all the same.
+            guard first >= 0, first <= last, first < size else { return nil }
             return first...min(last, size - 1)
         case .from(let first):
-            guard first < size else { return nil }
+            guard first >= 0, first < size else { return nil }
             return first...(size - 1)
         case .suffix(let length):
             // RFC 9110 §14.1.3: a zero suffix, or any suffix of an empty representation, is unsatisfiable.

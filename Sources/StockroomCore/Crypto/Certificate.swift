@@ -74,12 +74,15 @@ public final class Certificate: @unchecked Sendable {
         commonName: String, subjectKey: ECPrivateKey, issuer: (certificate: Certificate, key: ECPrivateKey)?,
         isAuthority: Bool, notBefore: Date, notAfter: Date, markerOIDs: [String] = [], serial: Int = 1
     ) throws(CryptoError) -> Certificate {
+        guard let notBeforeSeconds = CertificateTime.seconds(notBefore), let notAfterSeconds = CertificateTime.seconds(notAfter) else {
+            throw .openSSL("certificate validity", "a date outside the years 1 to 9999")
+        }
         guard let x509 = X509_new() else { throw .openSSL("certificate creation", "no memory") }
         let certificate = Certificate(owning: x509)
         var ok = X509_set_version(x509, 2) == 1
         ok = ok && ASN1_INTEGER_set(X509_get_serialNumber(x509), serial) == 1
-        ok = ok && ASN1_TIME_set(X509_getm_notBefore(x509), time_t(notBefore.timeIntervalSince1970)) != nil
-        ok = ok && ASN1_TIME_set(X509_getm_notAfter(x509), time_t(notAfter.timeIntervalSince1970)) != nil
+        ok = ok && ASN1_TIME_set(X509_getm_notBefore(x509), notBeforeSeconds) != nil
+        ok = ok && ASN1_TIME_set(X509_getm_notAfter(x509), notAfterSeconds) != nil
         ok = ok && X509_set_pubkey(x509, subjectKey.key) == 1
         let name = X509_get_subject_name(x509)
         ok = ok && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, commonName, -1, -1, 0) == 1
@@ -121,6 +124,7 @@ public final class Certificate: @unchecked Sendable {
 public enum CertificateChain {
     /// Nil when the chain verifies at `time`; otherwise OpenSSL's reason.
     public static func problem(leaf: Certificate, intermediates: [Certificate], root: Certificate, at time: Date) -> String? {
+        guard let seconds = CertificateTime.seconds(time) else { return "the verification time is outside the years 1 to 9999" }
         guard let store = X509_STORE_new() else { return "no memory" }
         defer { X509_STORE_free(store) }
         guard X509_STORE_add_cert(store, root.x509) == 1, let stack = stockroom_sk_X509_new_null() else {
@@ -131,7 +135,7 @@ public enum CertificateChain {
         guard let context = X509_STORE_CTX_new() else { return "no memory" }
         defer { X509_STORE_CTX_free(context) }
         guard X509_STORE_CTX_init(context, store, leaf.x509, stack) == 1 else { return OpenSSLError.lastMessage() }
-        X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(context), time_t(time.timeIntervalSince1970))
+        X509_VERIFY_PARAM_set_time(X509_STORE_CTX_get0_param(context), seconds)
         let verified = withExtendedLifetime((leaf, intermediates, root)) { X509_verify_cert(context) }
         guard verified == 1 else {
             let code = X509_STORE_CTX_get_error(context)

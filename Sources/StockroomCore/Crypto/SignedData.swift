@@ -15,12 +15,13 @@ public enum SignedData {
 
     /// Nil when the signature verifies and its certificates chain to `root` at `time`; otherwise why not.
     public static func problem(verifying bytes: [UInt8], root: Certificate, at time: Date) -> String? {
+        guard let seconds = CertificateTime.seconds(time) else { return "the verification time is outside the years 1 to 9999" }
         guard let cms = parse(bytes) else { return "not PKCS#7 SignedData" }
         defer { CMS_ContentInfo_free(cms) }
         guard let store = X509_STORE_new() else { return "no memory" }
         defer { X509_STORE_free(store) }
         guard X509_STORE_add_cert(store, root.x509) == 1, let parameters = X509_STORE_get0_param(store) else { return OpenSSLError.lastMessage() }
-        X509_VERIFY_PARAM_set_time(parameters, time_t(time.timeIntervalSince1970))
+        X509_VERIFY_PARAM_set_time(parameters, seconds)
         // Apple's receipt-signing certificates are not S/MIME certificates: any purpose.
         X509_VERIFY_PARAM_set_purpose(parameters, X509_PURPOSE_ANY)
         guard let out = BIO_new(BIO_s_mem()) else { return "no memory" }

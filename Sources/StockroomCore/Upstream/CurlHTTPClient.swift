@@ -168,9 +168,11 @@ private final class ResponseSink {
 }
 
 extension Duration {
-    /// Whole milliseconds, at least 1 (libcurl reads 0 as "no timeout").
+    /// Whole milliseconds, at least 1 (libcurl reads 0 as "no timeout"), at most `Int64.max`.
     var milliseconds: Int64 {
-        max(1, components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000)
+        let (whole, overflow) = components.seconds.multipliedReportingOverflow(by: 1000)
+        let (sum, overflow2) = whole.addingReportingOverflow(components.attoseconds / 1_000_000_000_000_000)
+        return overflow || overflow2 ? (components.seconds < 0 ? 1 : Int64.max) : max(1, sum)
     }
 }
 

@@ -11,6 +11,10 @@ public struct JWSVerifier: Sendable {
     /// Apple's marker on the Worldwide Developer Relations intermediate.
     public static let intermediateOID = "1.2.840.113635.100.6.2.1"
 
+    /// The `signedDate`s accepted, in milliseconds since 1970: 1970 to 2100. A number outside
+    /// (1e30, a negative one) is refused before it meets a date or OpenSSL's `time_t`.
+    public static let signedDateRange: ClosedRange<Double> = 0...4_102_444_800_000
+
     public let root: Certificate
 
     public init(root: Certificate) {
@@ -35,6 +39,9 @@ public struct JWSVerifier: Sendable {
         else { return .failure(.malformed("the payload is not base64url JSON")) }
         guard let signedDate = (object["signedDate"] as? NSNumber)?.doubleValue, signedDate.isFinite else {
             return .failure(.malformed("the payload has no signedDate"))
+        }
+        guard Self.signedDateRange.contains(signedDate) else {
+            return .failure(.malformed("signedDate must be milliseconds between 1970 and 2100"))
         }
         guard let signature = ByteEncoding.decodeBase64(parts[2]), signature.count == 64 else {
             return .failure(.malformed("the signature is not 64 bytes of base64url"))

@@ -21,6 +21,24 @@ public struct RetryPolicy: Sendable {
         self.retryAfter = retryAfter
     }
 
+    /// The longest wait a `Retry-After` field can ask for; a longer one is read as this.
+    public static let longestRetryAfter: Duration = .seconds(3600)
+
+    /// The wait an upstream's `Retry-After` field asks for, in delay-seconds (RFC 9110 §10.2.3;
+    /// fractions tolerated), capped at `longestRetryAfter`; nil when the field is absent, an
+    /// HTTP-date, negative or not a finite number. Outside text never reaches an integer
+    /// conversion unbounded: `1e30` is an hour, `nan` is nil.
+    public static func wait(retryAfter field: String?) -> Duration? {
+        // Digits, a point and an exponent only: `Double(_:)` alone would also take "nan", "inf", "0x1p9".
+        let numeric: (UInt8) -> Bool = { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || Array(".eE+".utf8).contains($0) }
+        guard let text = field?.trimmingWhitespace(), !text.isEmpty, text.utf8.count <= 32, text.utf8.allSatisfy(numeric),
+            let seconds = Double(text), seconds.isFinite, seconds >= 0
+        else { return nil }
+        let longest = Double(longestRetryAfter.components.seconds)
+        guard let milliseconds = Int64(exactly: (min(seconds, longest) * 1000).rounded()) else { return nil }
+        return .milliseconds(milliseconds)
+    }
+
     /// The wait before retry number `retry` (1-based): exponential, capped, jittered to 50–100%
     /// so that many clients failing together do not retry together.
     func backoff(beforeRetry retry: Int) -> Duration {
