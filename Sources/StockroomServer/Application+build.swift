@@ -98,7 +98,8 @@ public func buildApplication(
     let entitlements = Entitlements(
         ledger: ledger, receipts: verifier, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
-        policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval), logger: logger)
+        policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow),
+        gate: configuration.upstreamRateLimiter(), logger: logger)
     NotificationController(entitlements: entitlements).addRoutes(to: router.group("v1"))
     DownloadController(
         catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: LocalContentStore(jail: jail))

@@ -1,3 +1,4 @@
+import StockroomEntitlement
 import Synchronization
 
 /// A token bucket per client address for the requests that reach the App Store
@@ -71,3 +72,6 @@ public final class UpstreamRateLimiter: Sendable {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
+
+/// The entitlement component asks it before each call that would reach the App Store.
+extension UpstreamRateLimiter: UpstreamGate {}
