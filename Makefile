@@ -1,12 +1,13 @@
 # Stockroom: the two commands of README.md, and the benchmark.
 #   make serve   installs what is missing, builds, runs the server on the sample catalogue
-#   make test    installs what is missing, builds, runs every test
+#   make test    installs what is missing, builds, runs every test (and each fuzz target for 10 s)
+#   make fuzz    each libFuzzer target for FUZZ_SECONDS (60 by default)
 #   make bench   release build, then catalogue and streaming figures (wrk, nginx for comparison)
 
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps build serve test bench clean
+.PHONY: deps build serve test fuzz bench clean
 
 deps:
 	@.ci/install-deps
@@ -18,10 +19,15 @@ serve: build
 	.build/debug/stockroom serve --upstream simulator $(ARGS)
 
 test: deps
+	.ci/graph-check
 	$(SWIFT) test
 	$(SWIFT) build --product stockroom
 	.ci/cli-tests .build/debug/stockroom
 	.ci/crash-test .build/debug/stockroom
+	SWIFT=$(SWIFT) FUZZ_SECONDS=10 .ci/fuzz
+
+fuzz: deps
+	SWIFT=$(SWIFT) FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60) .ci/fuzz
 
 bench:
 	@.ci/install-deps --bench

@@ -49,8 +49,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                // Response types and errors only: routing stays in StockroomServer.
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
@@ -58,6 +56,18 @@ let package = Package(
             ],
             // Apple's public roots: Root CA - G3 (StoreKit 2 JWS) and Apple Inc. Root (app receipts).
             resources: [.copy("Resources/AppleRootCA-G3.pem"), .copy("Resources/AppleIncRootCertificate.pem")],
+            swiftSettings: swiftSettings
+        ),
+        // HTTP responses the server and the simulator share: the JSON error shape, content streaming.
+        .target(
+            name: "StockroomHTTP",
+            dependencies: [
+                "StockroomCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             swiftSettings: swiftSettings
         ),
         // Every decision to serve, refuse, revoke, reinstate or re-fulfil: no HTTP in it.
@@ -74,6 +84,7 @@ let package = Package(
             name: "StockroomServer",
             dependencies: [
                 "StockroomCore",
+                "StockroomHTTP",
                 "StockroomEntitlement",
                 "AppStoreSimulator",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -91,6 +102,7 @@ let package = Package(
             name: "AppStoreSimulator",
             dependencies: [
                 "StockroomCore",
+                "StockroomHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -101,6 +113,7 @@ let package = Package(
             name: "stockroom",
             dependencies: [
                 "StockroomCore",
+                "StockroomHTTP",
                 "StockroomEntitlement",
                 "StockroomServer",
                 "AppStoreSimulator",
@@ -121,6 +134,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // `make fuzz` and the fuzz step of `make test` (`.ci/fuzz`): libFuzzer harnesses when built
+        // with `--sanitize=fuzzer -DSTOCKROOM_LIBFUZZER`; otherwise a driver replaying inputs through them.
+        .executableTarget(
+            name: "StockroomFuzz",
+            dependencies: [
+                "StockroomCore",
+                "AppStoreSimulator",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Fuzz/Sources",
+            swiftSettings: swiftSettings
+        ),
 
         // Helpers shared by the test targets: temporary folders, sample bytes.
         .target(
@@ -136,6 +162,7 @@ let package = Package(
             name: "StockroomCoreTests",
             dependencies: [
                 "StockroomCore",
+                "StockroomHTTP",
                 "AppStoreSimulator",
                 "StockroomTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),

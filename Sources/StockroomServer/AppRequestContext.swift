@@ -3,13 +3,12 @@ public import Hummingbird
 public import NIOCore
 
 /// The request context of every Stockroom route.
-public struct AppRequestContext: RequestContext, RemoteAddressRequestContext {
+public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, ClientAddressContext {
     public var coreContext: CoreRequestContextStorage
-    /// The peer of the connection: what the per-client upstream limit counts by; nil in router
-    /// tests, which have no socket.
+    /// The connection's peer; nil in router tests, which have no socket.
     public let remoteAddress: SocketAddress?
 
-    public init(source: ApplicationRequestContextSource) {
+    public init(source: Source) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
     }
@@ -17,18 +16,18 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext {
     /// Request bodies (receipts, JSON) are small; past 1 MiB is 413.
     public var maxUploadSize: Int { 1 << 20 }
 
-    /// The address per-client limits count for `request`: the peer, or behind a proxy on this
-    /// machine the last `X-Forwarded-For` hop it added (see `ClientAddress`).
+    /// The address per-client limits count for `request` (see `ClientAddress`).
     public func clientAddress(of request: Request) -> String {
         ClientAddress.of(peer: remoteAddress, forwardedFor: request.headers[.xForwardedFor])
     }
 }
 
-extension RemoteAddressRequestContext {
-    /// The client's IP address as text, for per-client limits ("unknown" for a Unix socket).
-    var clientAddress: String { remoteAddress?.ipAddress ?? "unknown" }
-}
-
 extension HTTPField.Name {
     static let xForwardedFor = Self("X-Forwarded-For")!
+}
+
+/// A request context that can tell which client a request comes from, for per-client limits.
+public protocol ClientAddressContext: RequestContext {
+    /// The address per-client limits count for `request`.
+    func clientAddress(of request: Request) -> String
 }

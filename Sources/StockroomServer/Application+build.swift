@@ -4,6 +4,7 @@ public import Logging
 import NIOPosix
 public import Prometheus
 import StockroomCore
+import StockroomHTTP
 import StockroomEntitlement
 
 /// Why the server refused to start; printed as one line by the executable.

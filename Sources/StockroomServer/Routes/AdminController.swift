@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import StockroomCore
+import StockroomHTTP
 import StockroomEntitlement
 
 /// `/v1/admin`: the operator's actions over HTTP (list, show, re-fulfil, revoke, reinstate),

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import StockroomCore
+import StockroomHTTP
 import StockroomEntitlement
 
 /// The download routes: claim and stream (`POST /v1/downloads`), resume, status and ack.

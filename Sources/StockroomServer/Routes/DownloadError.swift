@@ -1,5 +1,6 @@
 import Hummingbird
 import StockroomCore
+import StockroomHTTP
 
 /// Errors of the download routes, each with its status and stable code (DESIGN.md).
 enum DownloadError: APIError {

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import StockroomCore
+import StockroomHTTP
 import StockroomEntitlement
 
 /// `POST /v1/notifications/appstore`: App Store Server Notifications V2.
