@@ -6,6 +6,7 @@ import StockroomCore
 /// - `StockroomBench verify SIMULATOR_URL COUNT` times receipt verifications against a running
 ///   simulator: p50/p99 and upstream calls per verification;
 /// - `StockroomBench signatures COUNT` measures JWS and receipt verifications per second;
+/// - `StockroomBench decisions COUNT` times the one-transaction entitlement decision on SQLite;
 /// - `StockroomBench downloads SERVER_URL SIMULATOR_URL PRODUCT COUNT CONCURRENCY` measures
 ///   verified downloads per second.
 @main
@@ -19,6 +20,9 @@ struct StockroomBench {
         case ("signatures", 2):
             guard let count = Int(arguments[1]), count > 0 else { usage() }
             try await SignatureBench(count: count).run()
+        case ("decisions", 2):
+            guard let count = Int(arguments[1]), count > 0 else { usage() }
+            try await DecisionBench(count: count).run()
         case ("downloads", 6):
             guard let count = Int(arguments[4]), let concurrency = Int(arguments[5]), count > 0, concurrency > 0 else { usage() }
             try await DownloadBench(serverURL: arguments[1], simulatorURL: arguments[2], productID: arguments[3], count: count, concurrency: concurrency).run()
@@ -28,7 +32,7 @@ struct StockroomBench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: StockroomBench verify SIMULATOR_URL COUNT | signatures COUNT | downloads SERVER_URL SIMULATOR_URL PRODUCT COUNT CONCURRENCY\n".utf8))
+        FileHandle.standardError.write(Data("usage: StockroomBench verify SIMULATOR_URL COUNT | signatures COUNT | decisions COUNT | downloads SERVER_URL SIMULATOR_URL PRODUCT COUNT CONCURRENCY\n".utf8))
         exit(2)
     }
 }
