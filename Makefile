@@ -16,9 +16,10 @@ build: deps
 	$(SWIFT) build
 
 serve: build
-	.build/debug/stockroom serve $(ARGS)
+	.build/debug/stockroom serve --upstream simulator $(ARGS)
 
 test: deps
+	.ci/graph-check
 	$(SWIFT) test
 	$(SWIFT) build --product stockroom
 	.ci/cli-tests .build/debug/stockroom

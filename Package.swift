@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
     ],
     targets: [
         // System libraries, with small C shims for what Swift cannot call directly.
@@ -48,8 +49,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                // Response types and errors only: routing stays in StockroomServer.
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
@@ -59,11 +58,34 @@ let package = Package(
             resources: [.copy("Resources/AppleRootCA-G3.pem"), .copy("Resources/AppleIncRootCertificate.pem")],
             swiftSettings: swiftSettings
         ),
+        // HTTP responses the server and the simulator share: the JSON error shape, content streaming.
+        .target(
+            name: "StockroomHTTP",
+            dependencies: [
+                "StockroomCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Every decision to serve, refuse, revoke, reinstate or re-fulfil: no HTTP in it.
+        .target(
+            name: "StockroomEntitlement",
+            dependencies: [
+                "StockroomCore",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The Hummingbird application.
         .target(
             name: "StockroomServer",
             dependencies: [
                 "StockroomCore",
+                "StockroomHTTP",
+                "StockroomEntitlement",
                 "AppStoreSimulator",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -80,6 +102,7 @@ let package = Package(
             name: "AppStoreSimulator",
             dependencies: [
                 "StockroomCore",
+                "StockroomHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -90,6 +113,8 @@ let package = Package(
             name: "stockroom",
             dependencies: [
                 "StockroomCore",
+                "StockroomHTTP",
+                "StockroomEntitlement",
                 "StockroomServer",
                 "AppStoreSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -137,11 +162,25 @@ let package = Package(
             name: "StockroomCoreTests",
             dependencies: [
                 "StockroomCore",
+                "StockroomHTTP",
                 "AppStoreSimulator",
                 "StockroomTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StockroomEntitlementTests",
+            dependencies: [
+                "StockroomEntitlement",
+                "StockroomCore",
+                "AppStoreSimulator",
+                "StockroomTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -38,6 +38,17 @@ public final class SigningChain: Sendable {
         try SignedData.sign(payload, signer: leaf, key: leafKey, chain: [intermediate])
     }
 
+    /// The `signature` of a transaction receipt: ES256 (raw r‖s) by the leaf over `bytes`.
+    public func signTransactionReceipt(_ bytes: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try leafKey.sign(bytes)
+    }
+
+    /// Whether `signature` is the leaf's over `bytes`: how the simulator tells its own
+    /// transaction receipts from altered ones.
+    public func isValidTransactionReceiptSignature(_ signature: [UInt8], for bytes: [UInt8]) -> Bool {
+        leafKey.publicKey.isValidSignature(signature, for: bytes)
+    }
+
     /// A compact JWS with any key, chain and algorithm name: the simulator's, or a test's forgery.
     public static func jws(payload: [UInt8], key: ECPrivateKey, x5c: [Certificate], alg: String = "ES256") throws(CryptoError) -> String {
         let header: [String: Any] = ["alg": alg, "x5c": x5c.map { ByteEncoding.base64($0.der) }]

@@ -1,5 +1,6 @@
 import Hummingbird
 import StockroomCore
+import StockroomHTTP
 
 /// Errors of the simulator's control API, in Stockroom's JSON error shape.
 enum SimulatorError: APIError {

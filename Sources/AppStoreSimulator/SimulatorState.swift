@@ -9,7 +9,7 @@ actor SimulatorState {
     let signingChain: SigningChain
     /// The App Store Server API key the simulator accepts tokens from.
     let apiKey: ServerAPIKey
-    private var transactions: [String: SimulatedTransaction] = [:]
+    private(set) var transactions: [String: SimulatedTransaction] = [:]
     /// Transaction IDs per device, in purchase order.
     private var devices: [String: [String]] = [:]
     private var nextTransactionNumber: Int64 = 2_000_000_000_000_001
@@ -88,35 +88,29 @@ actor SimulatorState {
 
     // MARK: Control API
 
-    struct PurchaseRequest: Decodable {
-        var productId: String
-        var bundleId: String?
-        var environment: StoreEnvironment?
-        var originalTransactionId: String?
-        var deviceId: String?
-        var appAccountToken: String?
-    }
-
-    struct PurchaseResult: Encodable {
-        var transactionId: String
-        var originalTransactionId: String
-        var productId: String
-        var bundleId: String
-        var environment: StoreEnvironment
-        var deviceId: String
-        var receiptData: String
-        var signedTransaction: String
-    }
-
     /// Sells `request.productId`; with `originalTransactionId`, a restore of that purchase.
     /// Without `deviceId`, a restore lands on the original's device and a purchase on a new one.
     func purchase(_ request: PurchaseRequest) throws(SimulatorError) -> PurchaseResult {
         guard ProductID.isValid(request.productId) else { throw .badRequest("productId is not a valid product ID") }
+        let style = request.receiptStyle ?? "app"
+        guard style == "app" || style == "transaction" else { throw .badRequest("receiptStyle must be app or transaction") }
         let now = AppleDate.nowMilliseconds()
         var original: SimulatedTransaction?
         if let originalID = request.originalTransactionId {
             guard let found = transactions[originalID] else { throw .unknownTransaction(originalID) }
             original = found
+        }
+        // A restore keeps the original's kind and expiry unless the request says otherwise.
+        let type = request.type ?? (request.expiresInSeconds != nil ? SimulatedTransaction.autoRenewable : original?.type ?? SimulatedTransaction.nonConsumable)
+        guard SimulatedTransaction.types.contains(type) else { throw .badRequest("type must be one of \(SimulatedTransaction.types.sorted())") }
+        let isSubscription = type == SimulatedTransaction.autoRenewable || type == SimulatedTransaction.nonRenewing
+        var expires = isSubscription ? original?.expiresDateMilliseconds : nil
+        if let seconds = request.expiresInSeconds {
+            guard isSubscription else {
+                throw .badRequest("expiresInSeconds is for Auto-Renewable or Non-Renewing Subscription products")
+            }
+            guard (-Self.expiryBound...Self.expiryBound).contains(seconds) else { throw .badRequest("expiresInSeconds must be within ten years") }
+            expires = now + Int64(seconds) * 1000
         }
         let id = String(nextTransactionNumber)
         nextTransactionNumber += 1
@@ -128,14 +122,16 @@ actor SimulatorState {
             environment: request.environment ?? original?.environment ?? .production,
             deviceID: request.deviceId ?? original?.deviceID ?? UUID().uuidString,
             purchaseDateMilliseconds: now,
-            originalPurchaseDateMilliseconds: original?.originalPurchaseDateMilliseconds ?? now)
+            originalPurchaseDateMilliseconds: original?.originalPurchaseDateMilliseconds ?? now,
+            type: type, expiresDateMilliseconds: expires)
         transactions[id] = transaction
         devices[transaction.deviceID, default: []].append(id)
         let receipt = try receipt(for: transaction, at: now)
         return PurchaseResult(
             transactionId: id, originalTransactionId: transaction.originalTransactionID, productId: transaction.productID,
             bundleId: transaction.bundleID, environment: transaction.environment, deviceId: transaction.deviceID,
-            receiptData: receipt, signedTransaction: try signedTransaction(transaction, appAccountToken: request.appAccountToken, at: now))
+            receiptData: receipt, signedTransaction: try signedTransaction(transaction, appAccountToken: request.appAccountToken, at: now),
+            type: type, expiresDate: expires, transactionReceipt: style == "transaction" ? try transactionReceipt(for: transaction) : nil)
     }
 
     /// What `POST /sim/transactions/{id}/refund` answers: the verifyReceipt view and the new JWS.
@@ -189,7 +185,9 @@ actor SimulatorState {
             switch ReceiptInspection.inspect(base64: receiptData, root: signingChain.root) {
             case .success(let read) where read.isSignatureVerified: receipt = read.receipt
             case .success: return VerifyReceiptBody(status: 21003)
-            case .failure: return VerifyReceiptBody(status: 21002)
+            case .failure:
+                guard let transactionReceipt = TransactionReceipt.parse(base64: receiptData) else { return VerifyReceiptBody(status: 21002) }
+                return verifyTransactionReceipt(transactionReceipt, password: password, endpoint: endpoint)
             }
         }
         let environment: StoreEnvironment = receipt.receiptType == "Production" ? .production : .sandbox
@@ -224,7 +222,7 @@ actor SimulatorState {
         var payload: [String: Any] = [
             "transactionId": transaction.transactionID, "originalTransactionId": transaction.originalTransactionID,
             "productId": transaction.productID, "bundleId": transaction.bundleID, "purchaseDate": transaction.purchaseDateMilliseconds,
-            "originalPurchaseDate": transaction.originalPurchaseDateMilliseconds, "quantity": 1, "type": "Non-Consumable",
+            "originalPurchaseDate": transaction.originalPurchaseDateMilliseconds, "quantity": 1, "type": transaction.type,
             "inAppOwnershipType": "PURCHASED", "environment": transaction.environment.rawValue, "signedDate": now,
         ]
         if let cancelled = transaction.cancellationDateMilliseconds {
@@ -232,6 +230,7 @@ actor SimulatorState {
             payload["revocationReason"] = 0
         }
         if let appAccountToken { payload["appAccountToken"] = appAccountToken }
+        if let expires = transaction.expiresDateMilliseconds { payload["expiresDate"] = expires }
         do {
             return try signingChain.sign(payload: Array(try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])))
         } catch {
@@ -253,7 +252,8 @@ actor SimulatorState {
                     quantity: 1, productID: other.productID, transactionID: other.transactionID,
                     purchaseDate: Date(timeIntervalSince1970: Double(other.purchaseDateMilliseconds) / 1000),
                     originalTransactionID: other.originalTransactionID,
-                    cancellationDate: other.cancellationDateMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) })
+                    cancellationDate: other.cancellationDateMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) },
+                    expiresDate: other.expiresDateMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) })
             }
         let receipt = AppReceipt(
             receiptType: transaction.environment == .production ? "Production" : "ProductionSandbox",

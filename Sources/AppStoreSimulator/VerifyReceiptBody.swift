@@ -7,6 +7,11 @@ struct VerifyReceiptBody: Encodable, Sendable {
     var receipt: Receipt?
     var latestReceiptInfo: [InApp]?
     var latestReceipt: String?
+    /// A transaction receipt's answer (Apple's legacy shape): `receipt`, and one object, not an
+    /// array, in `latest_receipt_info` or (21006) `latest_expired_receipt_info`.
+    var legacyReceipt: LegacyReceipt?
+    var legacyLatestReceiptInfo: LegacyReceipt?
+    var legacyLatestExpiredReceiptInfo: LegacyReceipt?
     var isRetryable: Bool?
     var retryableField = "is-retryable"
 
@@ -44,6 +49,8 @@ struct VerifyReceiptBody: Encodable, Sendable {
         var cancellationDate: String?
         var cancellationDateMs: String?
         var cancellationReason: String?
+        var expiresDate: String?
+        var expiresDateMs: String?
 
         init(_ transaction: SimulatedTransaction) {
             productId = transaction.productID
@@ -58,6 +65,10 @@ struct VerifyReceiptBody: Encodable, Sendable {
                 cancellationDateMs = String(cancelled)
                 cancellationReason = transaction.cancellationReason
             }
+            if let expires = transaction.expiresDateMilliseconds {
+                expiresDate = AppleDate.string(milliseconds: expires)
+                expiresDateMs = String(expires)
+            }
         }
 
         enum CodingKeys: String, CodingKey {
@@ -67,6 +78,7 @@ struct VerifyReceiptBody: Encodable, Sendable {
             case originalPurchaseDateMs = "original_purchase_date_ms", isTrialPeriod = "is_trial_period"
             case inAppOwnershipType = "in_app_ownership_type", cancellationDate = "cancellation_date"
             case cancellationDateMs = "cancellation_date_ms", cancellationReason = "cancellation_reason"
+            case expiresDate = "expires_date", expiresDateMs = "expires_date_ms"
         }
     }
 
@@ -83,7 +95,10 @@ struct VerifyReceiptBody: Encodable, Sendable {
         try container.encode(status, forKey: Key("status"))
         try container.encodeIfPresent(environment, forKey: Key("environment"))
         try container.encodeIfPresent(receipt, forKey: Key("receipt"))
+        try container.encodeIfPresent(legacyReceipt, forKey: Key("receipt"))
         try container.encodeIfPresent(latestReceiptInfo, forKey: Key("latest_receipt_info"))
+        try container.encodeIfPresent(legacyLatestReceiptInfo, forKey: Key("latest_receipt_info"))
+        try container.encodeIfPresent(legacyLatestExpiredReceiptInfo, forKey: Key("latest_expired_receipt_info"))
         try container.encodeIfPresent(latestReceipt, forKey: Key("latest_receipt"))
         try container.encodeIfPresent(isRetryable, forKey: Key(retryableField))
     }

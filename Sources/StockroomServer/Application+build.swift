@@ -4,16 +4,21 @@ public import Logging
 import NIOPosix
 public import Prometheus
 import StockroomCore
-import AppStoreSimulator
+import StockroomHTTP
+import StockroomEntitlement
 
 /// Why the server refused to start; printed as one line by the executable.
 public enum StartupError: Error, CustomStringConvertible {
     case content(ContentPathError)
     case catalog(CatalogError)
     case database(path: String, reason: String)
-    case tokenSecret(path: String, reason: String)
+    /// `path` is nil when the secret came from STOCKROOM_TOKEN_SECRET.
+    case tokenSecret(path: String?, reason: String)
     case simulatorNeedsPort
+    case simulatorNeedsLoopback(host: String)
+    case trustRootWithApple
     case appStoreKey(path: String, reason: String)
+    case appStoreKeyIncomplete
 
     public var description: String {
         switch self {
@@ -21,17 +26,22 @@ public enum StartupError: Error, CustomStringConvertible {
         case .catalog(let error):
             "catalogue refused (\(error.problems.count) problem\(error.problems.count == 1 ? "" : "s")): " + error.problems.joined(separator: "; ")
         case .database(let path, let reason): "database \"\(path)\" cannot be opened for writing: \(reason)"
-        case .tokenSecret(let path, let reason): "the download-token secret \"\(path)\" cannot be read or created: \(reason)"
+        case .tokenSecret(let path?, let reason): "the download-token secret \"\(path)\" cannot be used: \(reason)"
+        case .tokenSecret(nil, let reason): reason
         case .simulatorNeedsPort: "the built-in simulator (--upstream simulator) needs a fixed --port, not 0"
+        case .simulatorNeedsLoopback(let host):
+            "the built-in simulator (--upstream simulator) is a test tool and serves only a loopback --host (127.0.0.1, ::1, localhost), not \"\(host)\""
+        case .trustRootWithApple: "--trust-root is for --upstream URL; with --upstream apple only Apple's roots are trusted"
         case .appStoreKey(let path, let reason): "the App Store Server API key \"\(path)\" cannot be used: \(reason)"
+        case .appStoreKeyIncomplete: "the App Store Server API needs --app-store-key, --app-store-key-id and --app-store-issuer-id together"
         }
     }
 }
 
 /// Builds the whole server from a configuration: used by `stockroom serve` and by the tests.
 ///
-/// Everything that can refuse start-up (content folder, catalogue, database) is checked here,
-/// before a port is bound.
+/// Everything that can refuse start-up (upstream and trust, content folder, catalogue, database,
+/// token secret) is checked here, before a port is bound.
 public func buildApplication(
     configuration: ServerConfiguration,
     logger: Logger = Logger(label: "stockroom"),
@@ -40,6 +50,9 @@ public func buildApplication(
     var logger = logger
     logger.logLevel = configuration.logLevel
 
+    // Upstream and trust first: a simulator on a public host or a half-given key refuses at once.
+    let simulator = try BuiltInSimulator(configuration: configuration)
+    let trust = try UpstreamTrust.resolve(configuration: simulator?.trusting(configuration) ?? configuration, logger: logger)
     let jail: ContentJail
     do {
         jail = try ContentJail(folder: configuration.contentFolder)
@@ -65,22 +78,8 @@ public func buildApplication(
     do {
         tokenKey = try DownloadTokenSigner.loadKey(configured: configuration.tokenSecret, file: configuration.tokenSecretPath)
     } catch {
-        throw StartupError.tokenSecret(path: configuration.tokenSecretPath, reason: "\(error)")
-    }
-    if configuration.upstream == .simulator, configuration.port == 0 { throw StartupError.simulatorNeedsPort }
-    let simulatorChain = configuration.upstream == .simulator ? try SigningChain() : nil
-    let simulatorKey = configuration.upstream == .simulator ? try ServerAPIKey() : nil
-    let trust: UpstreamTrust
-    if let simulatorChain, let simulatorKey {
-        // The simulator runs inside this server: trust its root and use its key directly.
-        let endpoints = AppStoreServerAPIClient.Endpoints.base(configuration.simulatorURL)
-        let credentials = AppStoreServerAPIClient.Credentials(
-            issuerID: simulatorKey.issuerID, keyID: simulatorKey.keyID, bundleID: configuration.bundleID, privateKey: simulatorKey.privateKey)
-        trust = UpstreamTrust(
-            root: simulatorChain.root,
-            serverAPI: AppStoreServerAPIClient(credentials: credentials, endpoints: endpoints, transport: CurlHTTPClient(), policy: configuration.verificationRetryPolicy, logger: logger))
-    } else {
-        trust = try await UpstreamTrust.discover(configuration: configuration, logger: logger)
+        let path = configuration.tokenSecret.map { $0.isEmpty } ?? true ? configuration.tokenSecretPath : nil
+        throw StartupError.tokenSecret(path: path, reason: error.description)
     }
     let catalogStore = CatalogStore(catalog: catalog, loader: loader)
     let ledger = SQLiteLedger(database: database)
@@ -97,28 +96,20 @@ public func buildApplication(
     HealthController(catalog: catalogStore, metrics: metrics).addRoutes(to: router)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
     let signedTransactions = SignedTransactionVerifier(root: trust.root, bundleID: configuration.bundleID, environment: nil)
-    NotificationController(ledger: ledger, verifier: signedTransactions, bundleID: configuration.bundleID).addRoutes(to: router.group("v1"))
-    DownloadController(
-        catalog: catalogStore, ledger: ledger, verifier: verifier,
-        signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
-        responder: ContentResponder(store: LocalContentStore(jail: jail)),
+    let entitlements = Entitlements(
+        ledger: ledger, receipts: verifier, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
-        bundleID: configuration.bundleID, reverifyInterval: configuration.reverifyInterval
+        policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval), logger: logger)
+    NotificationController(entitlements: entitlements).addRoutes(to: router.group("v1"))
+    DownloadController(
+        catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: LocalContentStore(jail: jail))
     ).addRoutes(to: router.group("v1"))
     if let adminToken = configuration.adminToken {
-        AdminController(
-            ledger: ledger,
-            refulfilment: Refulfilment(ledger: ledger, verifier: verifier, signedTransactions: signedTransactions, serverAPI: trust.serverAPI),
-            token: adminToken)
-            .addRoutes(to: router.group("v1"))
+        AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))
     }
-    if let simulatorChain, simulatorKey != nil {
-        var simulator = SimulatorConfiguration()
-        simulator.bundleID = configuration.bundleID
-        simulator.sharedSecret = configuration.sharedSecret
-        simulator.notificationURL = "http://127.0.0.1:\(configuration.port)/v1/notifications/appstore"
-        addSimulatorRoutes(to: router.group("simulator"), configuration: simulator, signingChain: simulatorChain, apiKey: simulatorKey!)
-        logger.notice("verifying against the built-in App Store simulator", metadata: ["url": .string(configuration.simulatorURL)])
+    if let simulator {
+        simulator.addRoutes(to: router.group("simulator"), configuration: configuration)
+        logger.notice("verifying against the built-in App Store simulator, a test tool", metadata: ["url": .string(configuration.simulatorURL)])
     }
 
     logger.info(
@@ -126,6 +117,7 @@ public func buildApplication(
         metadata: ["version": .string(catalog.version), "products": .stringConvertible(catalog.products.count)])
     return Application(
         router: router,
+        server: .http1(limitsOf: configuration),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Stockroom"),
         services: [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)],
         logger: logger

@@ -17,8 +17,15 @@ public struct ServerConfiguration: Sendable {
     public var databasePath = "stockroom.sqlite"
     /// The app's bundle ID, which receipts must carry.
     public var bundleID = "com.example.stockroom.demo"
-    /// Where receipts are verified.
-    public var upstream: UpstreamSetting = .simulator
+    /// Where receipts are verified: Apple unless told otherwise; the simulator is a test tool.
+    public var upstream: UpstreamSetting = .apple
+    /// The roots StoreKit 2 JWS may chain to when `upstream` is a URL (`--trust-root`: PEM files
+    /// for the CLI, certificates directly for tests); empty means Apple Root CA - G3 only. Trust is
+    /// never fetched from the upstream.
+    public var trustedRoots: [Certificate] = []
+    /// App Store Server API credentials given directly (tests: a simulator's `ServerAPIKey`);
+    /// when nil, they come from the key file and IDs below, or there is no Server API.
+    public var serverAPICredentials: AppStoreServerAPIClient.Credentials?
     /// The app's App Store shared secret, sent as verifyReceipt's `password`; never logged.
     public var sharedSecret: String?
     /// Key of the download tokens; nil keeps a generated one beside the database. Never logged.
@@ -38,6 +45,22 @@ public struct ServerConfiguration: Sendable {
     public var appStoreIssuerID: String?
     /// The bearer token of `/v1/admin`; the admin routes are off while it is nil.
     public var adminToken: String?
+    /// Whether sandbox purchases are served (`--sandbox`); App Review buys in the sandbox.
+    public var sandbox: SandboxPolicy = .allow
+
+    // Limits: each has a `serve` flag and a STOCKROOM_ variable (ServerConfiguration+Limits).
+    /// A connection with no request in progress is closed after this; zero never closes it.
+    public var idleTimeout: Duration = .seconds(60)
+    /// A request head must be complete this long after the connection opens or the request's
+    /// first byte arrives; zero waits as long as the idle timeout allows.
+    public var headerTimeout: Duration = .seconds(10)
+    /// Concurrent content streams in total.
+    public var maxDownloads = 512
+    /// Concurrent content streams of one transaction.
+    public var maxDownloadsPerTransaction = 4
+    /// Requests that reach the App Store, per client address; nil is no limit.
+    public var upstreamRate: UpstreamRate? = .default
+
     /// How often the catalogue watcher looks for changed files.
     public var catalogPollInterval: Duration = .seconds(1)
     public var logLevel: Logger.Level = .info
@@ -50,14 +73,20 @@ public struct ServerConfiguration: Sendable {
     /// The generated download-token key, kept beside the ledger (mode 0600).
     public var tokenSecretPath: String { databasePath + ".token-secret" }
 
+    /// This server as it reaches itself: `http://host:port`, the host bracketed when IPv6.
+    public var ownURL: String {
+        let address = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return "http://\(address):\(port)"
+    }
+
     /// Where the built-in simulator answers when `upstream` is `simulator`: this server, under
-    /// `/simulator`, reached over loopback like any upstream.
-    public var simulatorURL: String { "http://127.0.0.1:\(port)/simulator" }
+    /// `/simulator`, reached over its own loopback address like any upstream.
+    public var simulatorURL: String { ownURL + "/simulator" }
 }
 
 /// Where upstream verification goes.
 public enum UpstreamSetting: Sendable, Equatable, CustomStringConvertible {
-    /// The App Store simulator, run in-process (the offline default).
+    /// The App Store simulator, run in-process on a loopback host: development and tests only.
     case simulator
     /// Apple's production and sandbox hosts.
     case apple

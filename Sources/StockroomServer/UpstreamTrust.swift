@@ -2,55 +2,73 @@ import Foundation
 public import Logging
 public import StockroomCore
 
-/// What the server (and the operator commands) trust and use upstream, found once at start:
-/// the root StoreKit 2 JWS must chain to, and the App Store Server API client when credentials
-/// exist. Apple's root unless the upstream is the simulator, whose own root and API key are
-/// trusted then and only then.
+/// What the server (and the operator commands) trust and use upstream, decided once at start
+/// from the configuration alone: the roots StoreKit 2 JWS must chain to, and the App Store
+/// Server API client when credentials exist.
+///
+/// Nothing is fetched: trust is never taken from the network. With `apple`, Apple Root CA - G3
+/// only; with a URL (or the CLI's `simulator`), the `--trust-root` certificates, else Apple's;
+/// the built-in simulator's root is handed in by `buildApplication` as a trusted root.
 public struct UpstreamTrust: Sendable {
+    /// The root verifiers use; the first of `roots`.
     public let root: Certificate
+    /// Further trusted roots (several `--trust-root`); verifiers take one root today.
+    public let otherRoots: [Certificate]
+    /// The App Store Server API client, when credentials were given; nil means no Server API.
     public let serverAPI: AppStoreServerAPIClient?
 
-    public static func discover(configuration: ServerConfiguration, logger: Logger) async throws -> UpstreamTrust {
-        let simulatorBase: String? =
-            switch configuration.upstream {
-            case .simulator: configuration.simulatorURL
-            case .url(let url): url.hasSuffix("/") ? String(url.dropLast()) : url
-            case .apple: nil
-            }
-        let probe = CurlHTTPClient(configuration: .init(connectTimeout: .seconds(2), totalTimeout: .seconds(3), maximumResponseBytes: 64 * 1024))
-        func fetch(_ path: String) async -> [UInt8]? {
-            guard let simulatorBase, let response = try? await probe.send(UpstreamRequest(method: .get, url: simulatorBase + path)),
-                response.status == 200
-            else { return nil }
-            return response.body
-        }
+    /// Trust given directly; `resolve(configuration:logger:)` is how the server and CLI build it.
+    public init(root: Certificate, otherRoots: [Certificate] = [], serverAPI: AppStoreServerAPIClient?) {
+        self.root = root
+        self.otherRoots = otherRoots
+        self.serverAPI = serverAPI
+    }
 
+    /// Every trusted root, `root` first.
+    public var roots: [Certificate] { [root] + otherRoots }
+
+    /// The trust `configuration` names; refuses `--trust-root` with Apple's upstream, and a Server
+    /// API key given only in part.
+    public static func resolve(configuration: ServerConfiguration, logger: Logger) throws -> UpstreamTrust {
         var root = try AppleRootCertificates.rootCAG3()
-        if let pem = await fetch("/sim/root.pem"), let simulatorRoot = try? Certificate(pem: String(decoding: pem, as: UTF8.self)) {
-            logger.notice("trusting the App Store simulator's root for signed transactions", metadata: ["upstream": .string(simulatorBase ?? "")])
-            root = simulatorRoot
+        if let first = configuration.trustedRoots.first {
+            guard configuration.upstream != .apple else { throw StartupError.trustRootWithApple }
+            root = first
+            logger.notice(
+                "trusting roots named in the configuration for signed transactions",
+                metadata: [
+                    "upstream": .string(configuration.upstream.description),
+                    "roots": .string(configuration.trustedRoots.map(\.subject).joined(separator: "; ")),
+                ])
         }
-
-        var credentials: AppStoreServerAPIClient.Credentials?
-        if let path = configuration.appStoreKeyPath, let keyID = configuration.appStoreKeyID, let issuerID = configuration.appStoreIssuerID {
-            guard let pem = FileManager.default.contents(atPath: path) else { throw StartupError.appStoreKey(path: path, reason: "cannot be read") }
-            do {
-                credentials = .init(issuerID: issuerID, keyID: keyID, bundleID: configuration.bundleID, privateKey: try ECPrivateKey(pem: String(decoding: pem, as: UTF8.self)))
-            } catch {
-                throw StartupError.appStoreKey(path: path, reason: "\(error)")
+        let credentials = try configuration.serverAPICredentials ?? keyFileCredentials(configuration)
+        let endpoints: AppStoreServerAPIClient.Endpoints =
+            switch configuration.upstream {
+            case .apple: .apple
+            case .simulator: .base(configuration.simulatorURL)
+            case .url(let url): .base(url.hasSuffix("/") ? String(url.dropLast()) : url)
             }
-        } else if let body = await fetch("/sim/api-key"),
-            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: String],
-            let keyID = object["keyId"], let issuerID = object["issuerId"], let pem = object["privateKey"],
-            let key = try? ECPrivateKey(pem: pem)
-        {
-            credentials = .init(issuerID: issuerID, keyID: keyID, bundleID: configuration.bundleID, privateKey: key)
-        }
-        let endpoints: AppStoreServerAPIClient.Endpoints = simulatorBase.map { .base($0) } ?? .apple
         let serverAPI = credentials.map {
             AppStoreServerAPIClient(
                 credentials: $0, endpoints: endpoints, transport: CurlHTTPClient(), policy: configuration.verificationRetryPolicy, logger: logger)
         }
-        return UpstreamTrust(root: root, serverAPI: serverAPI)
+        return UpstreamTrust(root: root, otherRoots: Array(configuration.trustedRoots.dropFirst()), serverAPI: serverAPI)
+    }
+
+    /// The credentials of `--app-store-key`, `--app-store-key-id` and `--app-store-issuer-id`:
+    /// all three, or none (no Server API).
+    private static func keyFileCredentials(_ configuration: ServerConfiguration) throws -> AppStoreServerAPIClient.Credentials? {
+        let parts = [configuration.appStoreKeyPath, configuration.appStoreKeyID, configuration.appStoreIssuerID]
+        guard let path = parts[0], let keyID = parts[1], let issuerID = parts[2] else {
+            if parts.contains(where: { $0 != nil }) { throw StartupError.appStoreKeyIncomplete }
+            return nil
+        }
+        guard let pem = FileManager.default.contents(atPath: path) else { throw StartupError.appStoreKey(path: path, reason: "cannot be read") }
+        do {
+            let key = try ECPrivateKey(pem: String(decoding: pem, as: UTF8.self))
+            return .init(issuerID: issuerID, keyID: keyID, bundleID: configuration.bundleID, privateKey: key)
+        } catch {
+            throw StartupError.appStoreKey(path: path, reason: "\(error)")
+        }
     }
 }

@@ -30,6 +30,7 @@ struct FulfilmentsCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
+            if state == "pending" { return try await listPending() }
             var filter = FulfilmentFilter(productID: product, limit: max(1, limit))
             if let state {
                 guard let parsed = FulfilmentState(rawValue: state) else {
@@ -53,6 +54,24 @@ struct FulfilmentsCommand: AsyncParsableCommand {
             }
             print(TextTable.render([header] + table))
             print("\(rows.count) transaction\(rows.count == 1 ? "" : "s")")
+            let kept = try await OperatorContext(options: options).ledger.pendingProofs(status: .pending, limit: 1_000_000).count
+            if kept > 0 { print("\(kept) pending proof\(kept == 1 ? "" : "s") kept while the App Store was unreachable: --state pending lists them") }
+        }
+
+        /// Proofs kept apart while the App Store was unreachable: never entitlements.
+        private func listPending() async throws {
+            let proofs = try await OperatorContext(options: options).ledger.pendingProofs(status: nil, limit: max(1, limit))
+            if json {
+                print(FulfilmentView.json(proofs.map(FulfilmentView.object)))
+                return
+            }
+            let header = ["TRANSACTION", "STATUS", "REQUESTED PRODUCT", "KIND", "PROOF SHA-256", "UPDATED"]
+            let table = proofs.map { proof in
+                [proof.transactionID, proof.status.rawValue, proof.requestedProductID, proof.proofKind.rawValue,
+                 String(proof.proofDigest.prefix(16)), FulfilmentView.date(proof.updatedAt)]
+            }
+            print(TextTable.render([header] + table))
+            print("\(proofs.count) kept proof\(proofs.count == 1 ? "" : "s"); `stockroom refulfil --pending` verifies them")
         }
     }
 

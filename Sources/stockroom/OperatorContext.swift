@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import StockroomCore
+import StockroomEntitlement
 import StockroomServer
 
 /// What the operator commands work with: the server's ledger file and its upstream.
@@ -21,17 +22,21 @@ struct OperatorContext {
         }
     }
 
-    /// Re-fulfilment against the configured upstream; with `simulator`, the running server's.
-    func refulfilment() async throws -> Refulfilment {
+    /// The entitlement component against the configured upstream, with no verdict cache: an
+    /// operator's re-verification always asks the App Store. With `simulator`, the running
+    /// server's (trusting JWS only under `--trust-root`, as with a URL).
+    func entitlements() async throws -> Entitlements {
         var logger = Logger(label: "stockroom.operator")
         logger.logLevel = .critical
-        let trust = try await UpstreamTrust.discover(configuration: configuration, logger: logger)
+        let trust = try UpstreamTrust.resolve(configuration: configuration, logger: logger)
         let client = VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
             sharedSecret: configuration.sharedSecret, policy: configuration.verificationRetryPolicy, logger: logger)
-        return Refulfilment(
-            ledger: ledger, verifier: AppStoreReceiptVerifier(client: client, bundleID: configuration.bundleID, cacheInterval: .zero),
+        let tokenKey = try DownloadTokenSigner.loadKey(configured: configuration.tokenSecret, file: configuration.tokenSecretPath)
+        return Entitlements(
+            ledger: ledger, receipts: AppStoreReceiptVerifier(client: client, bundleID: configuration.bundleID, cacheInterval: .zero),
             signedTransactions: SignedTransactionVerifier(root: trust.root, bundleID: configuration.bundleID, environment: nil),
-            serverAPI: trust.serverAPI)
+            serverAPI: trust.serverAPI, tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
+            policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval), logger: logger)
     }
 }

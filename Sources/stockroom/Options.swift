@@ -40,8 +40,8 @@ struct ServerOptions: ParsableArguments {
         if let database = value(database, "DATABASE") { configuration.databasePath = database }
         try upstreamOptions.apply(to: &configuration, environment: environment)
         // Secrets come from the environment only, never from flags a process listing shows.
-        configuration.tokenSecret = environment["STOCKROOM_TOKEN_SECRET"].flatMap { $0.isEmpty ? nil : $0 }
-        configuration.adminToken = environment["STOCKROOM_ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        configuration.tokenSecret = try secret("STOCKROOM_TOKEN_SECRET", in: environment)
+        configuration.adminToken = try secret("STOCKROOM_ADMIN_TOKEN", in: environment)
         if let text = value(logLevel, "LOG_LEVEL") {
             guard let level = Logger.Level(rawValue: text) else {
                 throw ValidationError("log level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"")
@@ -57,8 +57,22 @@ struct UpstreamOptions: ParsableArguments {
     @Option(help: "The app's bundle ID that receipts must carry (STOCKROOM_BUNDLE_ID; default com.example.stockroom.demo).")
     var bundleId: String?
 
-    @Option(help: "Where receipts are verified: simulator, apple, or a base URL (STOCKROOM_UPSTREAM; default simulator).")
+    @Option(
+        help: """
+            Where receipts are verified: apple; a base URL (verifyReceipt and the Server API there, JWS \
+            trusted only under --trust-root); or simulator, the App Store simulator built into serve, a \
+            test tool mounted only on a loopback --host (STOCKROOM_UPSTREAM; default apple).
+            """)
     var upstream: String?
+
+    @Option(
+        name: .customLong("trust-root"),
+        help: """
+            A root certificate (PEM file) that StoreKit 2 signed transactions may chain to, with \
+            --upstream URL or simulator; repeat for several. Never fetched from the upstream \
+            (STOCKROOM_TRUST_ROOT, several separated by ':'; default Apple Root CA - G3 only).
+            """)
+    var trustRoots: [String] = []
 
     @Option(help: "The app's App Store shared secret, for verifyReceipt's password (STOCKROOM_SHARED_SECRET).")
     var sharedSecret: String?
@@ -83,9 +97,41 @@ struct UpstreamOptions: ParsableArguments {
         if let secret = sharedSecret ?? environment["STOCKROOM_SHARED_SECRET"], !secret.isEmpty {
             configuration.sharedSecret = secret
         }
+        let rootFiles = trustRoots.isEmpty ? (environment["STOCKROOM_TRUST_ROOT"] ?? "").split(separator: ":").map(String.init) : trustRoots
+        configuration.trustedRoots = try rootFiles.map(Self.trustRoot)
         configuration.appStoreKeyPath = appStoreKey ?? environment["STOCKROOM_APP_STORE_KEY"]
         configuration.appStoreKeyID = appStoreKeyId ?? environment["STOCKROOM_APP_STORE_KEY_ID"]
         configuration.appStoreIssuerID = appStoreIssuerId ?? environment["STOCKROOM_APP_STORE_ISSUER_ID"]
+    }
+}
+
+extension UpstreamOptions {
+    /// The certificate in the PEM file `path` (`--trust-root`); a usage error when unreadable.
+    static func trustRoot(_ path: String) throws -> Certificate {
+        guard let pem = FileManager.default.contents(atPath: path), pem.count <= 1 << 20 else {
+            throw ValidationError("--trust-root \(path) cannot be read")
+        }
+        do {
+            return try Certificate(pem: String(decoding: pem, as: UTF8.self))
+        } catch {
+            throw ValidationError("--trust-root \(path) is not a PEM certificate: \(error)")
+        }
+    }
+}
+
+/// A secret from the environment, or nil when unset or empty; shorter than 32 bytes is refused.
+func secret(_ name: String, in environment: [String: String]) throws -> String? {
+    guard let value = environment[name], !value.isEmpty else { return nil }
+    guard value.utf8.count >= 32 else { throw ConfigurationRefusal("\(name) must be at least 32 bytes; it has \(value.utf8.count)") }
+    return value
+}
+
+/// A configuration that parses but must not run; `serve` prints it as one line and exits 1.
+struct ConfigurationRefusal: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
     }
 }
 

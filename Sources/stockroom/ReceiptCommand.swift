@@ -8,7 +8,7 @@ import StockroomServer
 struct ReceiptCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receipt",
-        abstract: "Verify an app receipt upstream.",
+        abstract: "Verify a receipt upstream, or read one locally.",
         subcommands: [Verify.self, Inspect.self])
 
     struct Verify: AsyncParsableCommand {
@@ -61,12 +61,14 @@ extension ReceiptCommand {
     /// `stockroom receipt inspect`: read a receipt locally, without asking Apple.
     struct Inspect: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Read a base64 app receipt locally: bundle, creation date, in-app purchases, and whether its signature chain verifies.",
+            abstract: "Read a base64 receipt locally: an app receipt's bundle, creation date, purchases and signature chain, or an iOS 6 transaction receipt's fields.",
             discussion: """
-                The chain is checked against Apple Inc. Root Certificate unless --root names another PEM
-                (the simulator publishes its own at /sim/root.pem), at the receipt's creation date.
-                Exit status 0 when the receipt reads and verifies, 1 otherwise. Apple's answer
-                (receipt verify) stays the verdict on the purchase.
+                An app receipt's chain is checked against Apple Inc. Root Certificate unless --root names
+                another PEM (the simulator publishes its own at /sim/root.pem), at the receipt's creation
+                date; exit status 0 when it reads and verifies, 1 otherwise. A transaction receipt
+                (SKPaymentTransaction.transactionReceipt) is shown but cannot be verified locally: only
+                the App Store verifies it (receipt verify); exit status 0 when it reads. Apple's
+                answer stays the verdict on the purchase.
                 """)
 
         @Argument(help: "A file holding the base64 receipt, or - for standard input.")
@@ -85,6 +87,10 @@ extension ReceiptCommand {
             switch ReceiptInspection.inspect(base64: text, root: trusted) {
             case .success(let read): inspection = read
             case .failure(let failure):
+                if failure != .notBase64, let receipt = TransactionReceipt.parse(base64: text) {
+                    print(TransactionReceiptReport.render(receipt, json: json))
+                    return
+                }
                 print(json ? FulfilmentView.json(["readable": false, "reason": failure.description]) : "unreadable: \(failure)")
                 throw ExitCode(1)
             }
@@ -95,6 +101,7 @@ extension ReceiptCommand {
                     "productId": purchase.productID, "quantity": purchase.quantity, "purchaseDate": FulfilmentView.date(purchase.purchaseDate),
                 ]
                 if let cancelled = purchase.cancellationDate { object["cancellationDate"] = FulfilmentView.date(cancelled) }
+                if let expires = purchase.expiresDate { object["expiresDate"] = FulfilmentView.date(expires) }
                 return object
             }
             if json {
@@ -124,6 +131,30 @@ extension ReceiptCommand {
     }
 }
 
+/// Renders an iOS 6 transaction receipt read locally: claims only, never a verdict.
+enum TransactionReceiptReport {
+    static func render(_ receipt: TransactionReceipt, json: Bool) -> String {
+        let purchase = receipt.purchase
+        let fields: [(String, String?)] = [
+            ("transactionId", purchase.transactionID), ("originalTransactionId", purchase.originalTransactionID),
+            ("productId", purchase.productID), ("bundleId", purchase.bundleID), ("bundleVersion", purchase.bundleVersion),
+            ("purchaseDate", purchase.purchaseDate.map { FulfilmentView.date(Milliseconds.date($0)) }),
+            ("expiresDate", purchase.expiresDate.map { FulfilmentView.date(Milliseconds.date($0)) }),
+            ("quantity", purchase.quantity), ("itemId", purchase.itemID), ("uniqueIdentifier", purchase.uniqueIdentifier),
+            ("environment", receipt.claimedEnvironment.rawValue), ("signingStatus", receipt.signingStatus),
+        ]
+        let note = "a transaction receipt: verified only by the App Store (run receipt verify), nothing here is checked"
+        if json {
+            var object: [String: Any] = ["readable": true, "kind": ReceiptKind.transactionReceipt.rawValue, "signatureVerified": false, "note": note]
+            for case (let key, let value?) in fields { object[key] = value }
+            return FulfilmentView.json(object)
+        }
+        var lines = ["kind: transaction receipt (iOS 6 SKPaymentTransaction.transactionReceipt)", "signature: \(note)"]
+        for case (let key, let value?) in fields { lines.append("\(key): \(value)") }
+        return lines.joined(separator: "\n")
+    }
+}
+
 /// Renders a verdict for people or for scripts.
 enum VerdictReport {
     static func text(_ verdict: ReceiptVerdict) -> String {
@@ -138,6 +169,7 @@ enum VerdictReport {
                 var line = "  \(transaction.transactionID)  \(transaction.productID)  purchased \(date(transaction.purchaseDate))"
                 if transaction.originalTransactionID != transaction.transactionID { line += "  restores \(transaction.originalTransactionID)" }
                 if let cancelled = transaction.cancellationDate { line += "  REFUNDED \(date(cancelled))" }
+                if let expires = transaction.expiresDate { line += "  expires \(date(expires))" }
                 lines.append(line)
             }
             return lines.joined(separator: "\n")
@@ -172,6 +204,7 @@ enum VerdictReport {
             "productId": transaction.productID, "purchaseDate": date(transaction.purchaseDate),
         ]
         if let cancelled = transaction.cancellationDate { object["cancellationDate"] = date(cancelled) }
+        if let expires = transaction.expiresDate { object["expiresDate"] = date(expires) }
         return object
     }
 

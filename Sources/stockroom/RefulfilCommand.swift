@@ -1,16 +1,20 @@
 import ArgumentParser
 import Foundation
 import StockroomCore
+import StockroomEntitlement
 
-/// `stockroom refulfil`: re-verify stored receipts upstream and move their states.
+/// `stockroom refulfil`: re-verify stored proofs upstream and move their states.
 struct RefulfilCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "refulfil",
         abstract: "Re-verify stored receipts with the App Store and make transactions downloadable again (or reject / revoke them).",
         discussion: """
-            Give one transaction ID, or --pending (receipts kept while the App Store was down), or
-            --failed (rejected transactions). The server sees the new states at once. Exit status 1
-            when any transaction stayed unavailable.
+            Give one transaction ID, or --pending (proofs kept while the App Store was down: each
+            valid one becomes an entitlement from Apple's answer, each invalid one is marked
+            rejected), or --failed (rejected transactions). A revoked transaction stays revoked:
+            only `stockroom reinstate` (an operator's revocation) or Apple's REFUND_REVERSED (a
+            refund) lifts it. The server sees the new states at once. Exit status 1 when any
+            proof stayed unavailable.
             """)
 
     @OptionGroup var options: ServerOptions
@@ -18,7 +22,7 @@ struct RefulfilCommand: AsyncParsableCommand {
     @Argument(help: "The transaction to re-fulfil.")
     var transactionId: String?
 
-    @Flag(help: "Every pending transaction.")
+    @Flag(help: "Every kept pending proof.")
     var pending = false
 
     @Flag(help: "Every rejected transaction.")
@@ -37,47 +41,50 @@ struct RefulfilCommand: AsyncParsableCommand {
 
     func run() async throws {
         let context = try OperatorContext(options: options)
-        let ids: [String]
-        if let transactionId {
-            ids = [transactionId]
+        let entitlements = try await context.entitlements()
+        var outcomes: [Reverification] = []
+        if pending {
+            let progress = ProgressBar(enabled: !json)
+            outcomes = try await entitlements.refulfilPending(dryRun: dryRun) { done, total in progress.update(done, of: total) }
+            progress.finish()
         } else {
-            ids = try await context.ledger.list(FulfilmentFilter(states: [pending ? .pending : .rejected], limit: 1_000_000)).map(\.transactionID)
-        }
-        let refulfilment = try await context.refulfilment()
-        let progress = ProgressBar(total: ids.count, enabled: ids.count > 1 && !json)
-        var outcomes: [Refulfilment.Outcome] = []
-        for (index, id) in ids.enumerated() {
-            do {
-                outcomes.append(try await refulfilment.refulfil(id, dryRun: dryRun))
-            } catch LedgerError.unknownTransaction {
-                fail("no transaction \(id) in the ledger")
+            let ids: [String]
+            if let transactionId {
+                ids = [transactionId]
+            } else {
+                ids = try await context.ledger.list(FulfilmentFilter(states: [.rejected], limit: 1_000_000)).map(\.transactionID)
             }
-            progress.update(index + 1)
+            let progress = ProgressBar(enabled: ids.count > 1 && !json)
+            for (index, id) in ids.enumerated() {
+                do {
+                    outcomes.append(try await entitlements.refulfil(id, dryRun: dryRun))
+                } catch LedgerError.unknownTransaction {
+                    fail("no transaction \(id) in the ledger")
+                }
+                progress.update(index + 1, of: ids.count)
+            }
+            progress.finish()
         }
-        progress.finish()
         if json {
-            print(FulfilmentView.json(["dryRun": dryRun, "results": outcomes.map(FulfilmentView.object)] as [String: Any]))
+            print(FulfilmentView.json(["dryRun": dryRun, "results": outcomes.map(\.jsonObject)] as [String: Any]))
         } else {
             for outcome in outcomes {
-                print("\(outcome.transactionID)  \(outcome.before.rawValue) → \(outcome.after.rawValue)  \(outcome.kind.rawValue): \(outcome.detail)")
+                print("\(outcome.transactionID)  \(outcome.before) → \(outcome.after)  \(outcome.kind.rawValue): \(outcome.detail)")
             }
             let counts = Dictionary(grouping: outcomes, by: \.kind).mapValues(\.count)
-            let summary = Refulfilment.Outcome.Kind.allCases.compactMap { kind in counts[kind].map { "\($0) \(kind.rawValue)" } }
+            let summary = Reverification.Kind.allCases.compactMap { kind in counts[kind].map { "\($0) \(kind.rawValue)" } }
             print("\(dryRun ? "dry run: " : "")re-verified \(outcomes.count): \(summary.isEmpty ? "nothing to do" : summary.joined(separator: ", "))")
         }
         if outcomes.contains(where: { $0.kind == .unavailable }) { throw ExitCode(1) }
     }
 }
 
-extension Refulfilment.Outcome.Kind: CaseIterable {
-    public static let allCases: [Self] = [.verified, .rejected, .revoked, .unavailable, .unchanged]
-}
-
 /// `stockroom revoke`: withdraw a purchase by hand (a refund handled outside the App Store).
 struct RevokeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revoke",
-        abstract: "Revoke a transaction and every restore of the same purchase; their downloads stop at once.")
+        abstract: "Revoke a transaction and every restore of the same purchase; their downloads stop at once.",
+        discussion: "Only `stockroom reinstate` lifts an operator's revocation; re-fulfilment never does.")
 
     @OptionGroup var options: ServerOptions
 
@@ -90,8 +97,42 @@ struct RevokeCommand: AsyncParsableCommand {
     func run() async throws {
         let context = try OperatorContext(options: options)
         do {
-            let changed = try await context.refulfilment().revoke(transactionId, reason: reason)
+            let changed = try await context.entitlements().revoke(transactionId, reason: reason)
             print(changed.isEmpty ? "already revoked" : "revoked \(changed.map(\.transactionID).joined(separator: ", "))")
+        } catch LedgerError.unknownTransaction {
+            fail("no transaction \(transactionId) in the ledger")
+        }
+    }
+}
+
+/// `stockroom reinstate`: lift an operator's revocation.
+struct ReinstateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reinstate",
+        abstract: "Lift an operator's revocation of a purchase; its transactions become downloadable again.",
+        discussion: """
+            A refund's revocation stays until Apple sends REFUND_REVERSED: a purchase revoked both
+            by an operator and by a refund stays revoked after reinstate.
+            """)
+
+    @OptionGroup var options: ServerOptions
+
+    @Argument(help: "A transaction of the purchase to reinstate.")
+    var transactionId: String
+
+    @Option(help: "Why, kept in the ledger.")
+    var reason: String
+
+    func validate() throws {
+        guard !reason.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("--reason must say why") }
+    }
+
+    func run() async throws {
+        let context = try OperatorContext(options: options)
+        do {
+            let lifted = try await context.entitlements().reinstate(transactionId, reason: reason)
+            let state = try await context.ledger.fulfilment(transactionId)?.state.rawValue ?? "unknown"
+            print(lifted.isEmpty ? "nothing reinstated: \(transactionId) is \(state)" : "reinstated \(lifted.map(\.transactionID).joined(separator: ", "))")
         } catch LedgerError.unknownTransaction {
             fail("no transaction \(transactionId) in the ledger")
         }
@@ -100,16 +141,14 @@ struct RevokeCommand: AsyncParsableCommand {
 
 /// A progress bar on standard error, drawn only when it is a terminal.
 final class ProgressBar {
-    private let total: Int
     private let enabled: Bool
 
-    init(total: Int, enabled: Bool) {
-        self.total = total
+    init(enabled: Bool) {
         self.enabled = enabled && isatty(STDERR_FILENO) == 1
     }
 
-    func update(_ done: Int) {
-        guard enabled, total > 0 else { return }
+    func update(_ done: Int, of total: Int) {
+        guard enabled, total > 1 else { return }
         let width = 30
         let filled = width * done / total
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)

@@ -52,6 +52,8 @@ struct TransactionCommand: AsyncParsableCommand {
                     "signedDate": FulfilmentView.date(Date(timeIntervalSince1970: Double(transaction.signedDate) / 1000)),
                     "revocationDate": transaction.revocationDate.map { FulfilmentView.date(Date(timeIntervalSince1970: Double($0) / 1000)) },
                     "appAccountToken": transaction.appAccountToken,
+                    "revocationReason": transaction.revocationReason,
+                    "expiresDate": transaction.expiresDate.map { FulfilmentView.date(Milliseconds.date($0)) },
                 ]
                 let present = object.compactMapValues { $0 }
                 if json {
@@ -60,6 +62,7 @@ struct TransactionCommand: AsyncParsableCommand {
                     print("valid: signed by a chain to \(trusted.subject)")
                     for key in present.keys.sorted() where key != "verdict" { print("  \(key): \(present[key]!)") }
                     if transaction.isRevoked { print("REVOKED: this purchase was refunded or revoked") }
+                    if transaction.isExpired(at: Date()) { print("EXPIRED: this subscription has ended") }
                 }
             case .failure(let failure):
                 print(json ? FulfilmentView.json(["verdict": "invalid", "code": failure.code, "reason": failure.description]) : "invalid (\(failure.code)): \(failure)")

@@ -12,7 +12,7 @@ import Testing
 
     /// Runs `body` with a live simulator and a client holding its published API key.
     static func withAPI<Value: Sendable>(
-        key: ECPrivateKey? = nil,
+        key: ECPrivateKey? = nil, cacheInterval: Duration = .zero,
         _ body: @Sendable @escaping (SimulatorControl, AppStoreServerAPIClient) async throws -> Value
     ) async throws -> Value {
         var configuration = SimulatorConfiguration()
@@ -26,7 +26,8 @@ import Testing
                 privateKey: try key ?? ECPrivateKey(pem: published["privateKey"]!))
             let api = AppStoreServerAPIClient(
                 credentials: credentials, endpoints: .base(control.baseURL), transport: CurlHTTPClient(),
-                policy: RetryPolicy(maximumAttempts: 4, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(5)))
+                policy: RetryPolicy(maximumAttempts: 4, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(5)),
+                cacheInterval: cacheInterval)
             return try await body(control, api)
         }
     }
@@ -86,6 +87,38 @@ import Testing
             let start = ContinuousClock.now
             guard case .found = await api.transaction(purchase.transactionId) else { Issue.record("not found after 429"); return }
             #expect(ContinuousClock.now - start >= .milliseconds(950), "waited as Retry-After asked")
+        }
+    }
+
+    @Test func aSecondLookupWithinTheCacheIntervalMakesNoUpstreamCall() async throws {
+        try await Self.withAPI(cacheInterval: .seconds(60)) { control, api in
+            let purchase = try await control.purchase()
+            guard case .found(let first, _) = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("not found"); return }
+            // The default is the download path's: a cached answer will do.
+            guard case .found(let second, _) = await api.transaction(purchase.transactionId) else { Issue.record("not found"); return }
+            #expect(first == second)
+            let lookups = try await control.serverAPICalls()
+            #expect(lookups == 1)
+            // A refund check that must be current asks Apple again, and sees the refund.
+            try await control.refund(purchase.transactionId)
+            guard case .found(let fresh, _) = await api.transaction(purchase.transactionId, freshness: .upstreamOnly) else { Issue.record("not found"); return }
+            #expect(try await Self.verifier(control).verify(fresh).get().isRevoked)
+            let lookupsAfterRefund = try await control.serverAPICalls()
+            #expect(lookupsAfterRefund == 2)
+        }
+    }
+
+    @Test func unavailableAndNotFoundAreNeverCached() async throws {
+        try await Self.withAPI(cacheInterval: .seconds(60)) { control, api in
+            let purchase = try await control.purchase()
+            try await control.fault(["kind": "http-status", "status": 503, "count": 4])
+            guard case .unavailable = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("expected unavailable"); return }
+            guard case .found = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("the outage was cached"); return }
+            #expect(await api.transaction("2999999999999999", freshness: .cachedAllowed) == .notFound)
+            #expect(await api.transaction("2999999999999999", freshness: .cachedAllowed) == .notFound)
+            #expect(await api.transaction("../../sim/api-key", freshness: .cachedAllowed) == .notFound, "no path is built from what is no transaction ID")
+            let lookups = try await control.serverAPICalls()
+            #expect(lookups == 4 + 1 + 4)
         }
     }
 

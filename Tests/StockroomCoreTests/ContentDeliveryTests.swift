@@ -5,6 +5,7 @@ import HummingbirdTesting
 import StockroomTestSupport
 import Testing
 @testable import StockroomCore
+@testable import StockroomHTTP
 
 /// The content store and responder, served through a router built here, over loopback.
 @Suite struct ContentDeliveryTests {

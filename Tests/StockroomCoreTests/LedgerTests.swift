@@ -4,12 +4,21 @@ import StockroomTestSupport
 import Testing
 @testable import StockroomCore
 
-/// The SQLite ledger on a real file: the state machine, the schema's guards, revocation.
+/// The SQLite ledger on a real file: its rules, its schema's guards, its migration, its file mode.
 @Suite struct LedgerTests {
-    static func record(_ id: String, original: String? = nil, proof: String = "cmVjZWlwdA==") -> VerifiedRecord {
-        VerifiedRecord(
-            transactionID: id, originalTransactionID: original ?? id, productID: "com.example.book", bundleID: "com.example.app",
-            environment: .production, proofKind: .receipt, proof: proof)
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func proof(
+        _ id: String, original: String? = nil, product: String = "com.example.book", proof: String = "cmVjZWlwdA==",
+        expiresAt: Date? = nil, revokedAt: Date? = nil, account: String? = nil
+    ) -> VerifiedProof {
+        VerifiedProof(
+            transactionID: id, originalTransactionID: original ?? id, productID: product, bundleID: "com.example.app",
+            environment: .production, expiresAt: expiresAt, revokedAt: revokedAt, appAccountToken: account, kind: .receipt, proof: proof)
+    }
+
+    static func download(_ product: String = "com.example.book", account: String? = nil) -> ClaimTerms {
+        ClaimTerms(requestedProductID: product, appAccountToken: account, checksAccount: true, countsAttempt: true)
     }
 
     static func ledger(_ folder: TemporaryFolder) throws -> SQLiteLedger {
@@ -19,79 +28,111 @@ import Testing
     @Test func theHappyPathMovesThroughEveryState() async throws {
         let folder = try TemporaryFolder()
         let ledger = try Self.ledger(folder)
-        _ = try await ledger.recordPending(Self.record("1"), error: "upstream down")
-        #expect(try await ledger.fulfilment("1")?.state == .pending)
-        _ = try await ledger.recordVerified(Self.record("1"), countAttempt: true)
+        guard case .entitled(let row) = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now) else {
+            Issue.record("a verified proof entitles")
+            return
+        }
+        #expect(row.state == .verified && row.attempts == 1 && row.proofDigest == VerifiedProof.digest(of: "cmVjZWlwdA=="))
         try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100)
-        let acknowledged = try await ledger.transition("1", to: .acknowledged, error: nil)
-        #expect(acknowledged.state == .acknowledged)
-        #expect(acknowledged.attempts == 2)
-        #expect(acknowledged.deliveredAt != nil && acknowledged.acknowledgedAt != nil)
+        #expect(try await ledger.acknowledge("1", productID: "com.example.book", now: Self.now) == .entitled(try #require(try await ledger.fulfilment("1"))))
+        #expect(try await ledger.fulfilment("1")?.state == .acknowledged)
     }
 
-    @Test(arguments: [
-        (FulfilmentState.verified, FulfilmentState.acknowledged), (.verified, .pending), (.delivered, .verified),
-        (.delivered, .rejected), (.acknowledged, .delivered), (.rejected, .delivered), (.revoked, .delivered),
-    ])
-    func illegalTransitionsAreRefusedAndChangeNothing(from: FulfilmentState, to: FulfilmentState) async throws {
+    @Test func aClaimForAnotherProductThanTheProofsIsRefusedAndWritesNothing() async throws {
         let folder = try TemporaryFolder()
         let ledger = try Self.ledger(folder)
-        _ = try await ledger.recordVerified(Self.record("1"), countAttempt: true)
-        try await ledger.database.writer.write { db in
-            try db.execute(sql: "UPDATE fulfilments SET state = ? WHERE transaction_id = '1'", arguments: [from.rawValue])
-        }
-        let before = try await ledger.fulfilment("1")
-        await #expect(throws: LedgerError.illegalTransition(transactionID: "1", from: from, to: to)) {
-            _ = try await ledger.transition("1", to: to, error: nil)
-        }
-        #expect(try await ledger.fulfilment("1") == before)
+        let decision = try await ledger.claim(Self.proof("1", product: "com.example.cheap"), terms: Self.download("com.example.dear"), now: Self.now)
+        #expect(decision == .refused(.rejected(.productMismatch(transactionID: "1", productID: "com.example.dear"))))
+        #expect(try await ledger.fulfilment("1") == nil)
     }
 
-    @Test func theSchemaRefusesUnknownStatesAndMissingFields() async throws {
+    @Test func theProofDecidesTheProductOnReverification() async throws {
         let folder = try TemporaryFolder()
         let ledger = try Self.ledger(folder)
-        _ = try await ledger.recordVerified(Self.record("1"), countAttempt: true)
-        await #expect(throws: DatabaseError.self) {
-            try await ledger.database.writer.write { db in
-                try db.execute(sql: "UPDATE fulfilments SET state = 'shipped' WHERE transaction_id = '1'")
-            }
-        }
-        await #expect(throws: DatabaseError.self) {
-            try await ledger.database.writer.write { db in
-                try db.execute(sql: "INSERT INTO fulfilments (transaction_id, state) VALUES ('2', 'verified')")
-            }
-        }
-        let integrity = try await ledger.database.writer.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
-        #expect(integrity == "ok")
+        _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
+        // A row recorded wrongly by an older version: the verified proof corrects it.
+        try await ledger.database.writer.write { db in try db.execute(sql: "UPDATE fulfilments SET product_id = 'com.example.dear'") }
+        _ = try await ledger.claim(Self.proof("1"), terms: .reverification, now: Self.now)
+        #expect(try await ledger.fulfilment("1")?.productID == "com.example.book")
     }
 
-    @Test func revokingAPurchaseRevokesItsRestores() async throws {
+    @Test func anOperatorsRevocationIsLiftedOnlyByReinstateAndARefundsOnlyByItsReversal() async throws {
         let folder = try TemporaryFolder()
         let ledger = try Self.ledger(folder)
-        _ = try await ledger.recordVerified(Self.record("1"), countAttempt: true)
-        _ = try await ledger.recordVerified(Self.record("2", original: "1"), countAttempt: true)
-        _ = try await ledger.recordVerified(Self.record("3"), countAttempt: true)
-        let changed = try await ledger.revokePurchase(originalTransactionID: "1", reason: "refund")
-        #expect(Set(changed.map(\.transactionID)) == ["1", "2"])
-        #expect(try await ledger.isRevoked(originalTransactionID: "1"))
-        #expect(try await !ledger.isRevoked(originalTransactionID: "3"))
-        #expect(try await ledger.revokePurchase(originalTransactionID: "1", reason: "again").isEmpty)
+        _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
+        _ = try await ledger.claim(Self.proof("2", original: "1"), terms: Self.download(), now: Self.now)
+        let purchase = RevokedPurchase(transactionID: "1", originalTransactionID: "1", productID: nil, bundleID: nil, environment: nil)
+        #expect(try await ledger.revoke(purchase, cause: .operatorAction, reason: "chargeback", now: Self.now).map(\.transactionID) == ["1", "2"])
+        // A verified proof does not undo it, nor does a refund's reversal.
+        #expect(try await ledger.claim(Self.proof("1"), terms: .reverification, now: Self.now) == .refused(.revoked(transactionID: "1")))
+        #expect(try await ledger.reverseRefund(originalTransactionID: "1", now: Self.now).isEmpty)
+        #expect(try await ledger.fulfilment("2")?.state == .revoked)
+        // A refund on top: reinstating lifts the operator's cause only.
+        _ = try await ledger.revoke(purchase, cause: .refund, reason: "refund", now: Self.now)
+        #expect(try await ledger.reinstate("2", reason: "mistake", now: Self.now).isEmpty)
+        #expect(try await ledger.fulfilment("1")?.state == .revoked)
+        #expect(try await ledger.reverseRefund(originalTransactionID: "1", now: Self.now).map(\.transactionID) == ["1", "2"])
+        #expect(try await ledger.fulfilment("1")?.state == .verified)
     }
 
-    @Test func aPendingTransactionKeepsItsFirstProof() async throws {
+    @Test func aRestoreOfARevokedPurchaseIsRecordedRevoked() async throws {
         let folder = try TemporaryFolder()
         let ledger = try Self.ledger(folder)
-        _ = try await ledger.recordPending(Self.record("1", proof: "Zmlyc3Q="), error: "down")
-        let again = try await ledger.recordPending(Self.record("1", proof: "c2Vjb25k"), error: "still down")
-        #expect(again.proof == "Zmlyc3Q=")
-        #expect(again.attempts == 2)
-        #expect(again.lastError == "still down")
+        _ = try await ledger.claim(Self.proof("1", revokedAt: Self.now), terms: Self.download(), now: Self.now)
+        #expect(try await ledger.fulfilment("1")?.state == .revoked)
+        #expect(try await ledger.claim(Self.proof("2", original: "1"), terms: Self.download(), now: Self.now) == .refused(.revoked(transactionID: "2")))
+        let restore = try #require(try await ledger.fulfilment("2"))
+        #expect(restore.state == .revoked && restore.revokedByRefundAt != nil)
+    }
+
+    @Test func aBoundAccountMustBeNamedOnEveryClaimAndServe() async throws {
+        let folder = try TemporaryFolder()
+        let ledger = try Self.ledger(folder)
+        let owner = "8f2e6a4c-0000-4000-8000-000000000001"
+        _ = try await ledger.claim(Self.proof("1", account: owner), terms: Self.download(account: owner), now: Self.now)
+        #expect(try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now) == .refused(.claimed(transactionID: "1")))
+        let digest = VerifiedProof.digest(of: "cmVjZWlwdA==")
+        #expect(try await ledger.serveRecordedProof(.init(transactionID: "1", digest: digest, productID: "com.example.book", appAccountToken: nil), now: Self.now) == nil)
+        #expect(try await ledger.serveRecordedProof(.init(transactionID: "1", digest: digest, productID: "com.example.book", appAccountToken: owner.uppercased()), now: Self.now) != nil)
+    }
+
+    @Test func anExpiredSubscriptionIsNeitherClaimedNorResumed() async throws {
+        let folder = try TemporaryFolder()
+        let ledger = try Self.ledger(folder)
+        let later = Self.now.addingTimeInterval(3600)
+        #expect(try await ledger.claim(Self.proof("1", expiresAt: later), terms: Self.download(), now: Self.now) != .refused(.expired(transactionID: "1")))
+        #expect(try await ledger.resume("1", productID: "com.example.book", now: later) == .refused(.expired(transactionID: "1")))
+        #expect(try await ledger.claim(Self.proof("1", expiresAt: later), terms: Self.download(), now: later) == .refused(.expired(transactionID: "1")))
+    }
+
+    @Test func pendingProofsAreBoundedPerTransaction() async throws {
+        let folder = try TemporaryFolder()
+        let ledger = try Self.ledger(folder)
+        for index in 0..<(PendingProof.perTransaction + 3) {
+            let draft = PendingProofDraft(
+                transactionID: "1", digest: "d\(index)", kind: .receipt, proof: "p\(index)", requestedProductID: "com.example.book",
+                appAccountToken: nil, error: "down")
+            #expect(try await ledger.keepPendingProof(draft, now: Self.now) == (index < PendingProof.perTransaction))
+        }
+        #expect(try await ledger.pendingProofs(status: .pending, limit: 100).count == PendingProof.perTransaction)
+        #expect(try await ledger.fulfilment("1") == nil, "a pending proof is no entitlement")
+    }
+
+    @Test func theAttemptsLogStaysBounded() async throws {
+        let folder = try TemporaryFolder()
+        let ledger = try Self.ledger(folder)
+        _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
+        for start in 0..<Int64(60) {
+            try await ledger.recordDelivery("1", report: DeliveryReport(range: start...start, bytesSent: 1, complete: true), fileSize: 100)
+        }
+        #expect(try await ledger.attempts(of: "1").count == DownloadAttempt.keptPerTransaction)
+        #expect(try await ledger.fulfilment("1")?.bytesDelivered == 60)
     }
 
     @Test func anInterruptedOrPartialBodyDoesNotDeliver() async throws {
         let folder = try TemporaryFolder()
         let ledger = try Self.ledger(folder)
-        _ = try await ledger.recordVerified(Self.record("1"), countAttempt: true)
+        _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
         try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 40, complete: false), fileSize: 100)
         try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...49, bytesSent: 50, complete: true), fileSize: 100)
         #expect(try await ledger.fulfilment("1")?.state == .verified)
@@ -99,5 +140,58 @@ import Testing
         let row = try await ledger.fulfilment("1")
         #expect(row?.state == .delivered)
         #expect(row?.bytesDelivered == 140)
+    }
+
+    @Test func theSchemaRefusesUnknownStatesAndDuplicates() async throws {
+        let folder = try TemporaryFolder()
+        let ledger = try Self.ledger(folder)
+        _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
+        await #expect(throws: DatabaseError.self) {
+            try await ledger.database.writer.write { db in try db.execute(sql: "UPDATE fulfilments SET state = 'gift'") }
+        }
+        await #expect(throws: DatabaseError.self) {
+            try await ledger.database.writer.write { db in
+                try db.execute(sql: "INSERT INTO pending_proofs (transaction_id, proof_digest, proof_kind, proof, requested_product_id, status, created_at, updated_at) VALUES ('1', 'd', 'receipt', 'p', 'x', 'lost', 0, 0)")
+            }
+        }
+    }
+
+    @Test func theLedgerFileIsReadableByItsOwnerOnly() async throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path + "/ledger.sqlite"
+        _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644])
+        let ledger = SQLiteLedger(database: try AppDatabase(path: path))
+        _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
+        for file in [path, path + "-wal"] where FileManager.default.fileExists(atPath: file) {
+            let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(file)")
+        }
+    }
+
+    @Test func migratingMovesPendingRowsApartAndKeepsRevocationCauses() async throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path + "/old.sqlite"
+        // A ledger as version 3 of the schema left it.
+        let queue = try DatabaseQueue(path: path)
+        try AppDatabase.migrator.migrate(queue, upTo: "v3: App Store notifications")
+        try await queue.write { db in
+            for (id, state, error) in [("1", "pending", "down"), ("2", "verified", nil), ("3", "revoked", "revoked by operator: fraud"), ("4", "revoked", "refunded")] {
+                try db.execute(
+                    sql: """
+                        INSERT INTO fulfilments (transaction_id, original_transaction_id, product_id, bundle_id, proof_kind, proof, state,
+                          attempts, bytes_delivered, last_error, created_at, updated_at, revoked_at) VALUES (?, ?, 'com.example.dear', 'b', 'receipt', ' cmVj ZWlwdA== ', ?, 1, 0, ?, ?, ?, ?)
+                        """,
+                    arguments: [id, id, state, error, Self.now, Self.now, state == "revoked" ? Self.now : nil])
+            }
+        }
+        try queue.close()
+        let ledger = SQLiteLedger(database: try AppDatabase(path: path))
+        #expect(try await ledger.fulfilment("1") == nil, "an unverified row is no entitlement")
+        let kept = try await ledger.pendingProofs(status: .pending, limit: 10)
+        #expect(kept.map(\.transactionID) == ["1"])
+        #expect(kept.first?.requestedProductID == "com.example.dear")
+        #expect(try await ledger.fulfilment("3")?.revokedByOperatorAt != nil)
+        #expect(try await ledger.fulfilment("4")?.revokedByRefundAt != nil)
+        #expect(try await ledger.fulfilment("2")?.proofDigest != nil)
     }
 }

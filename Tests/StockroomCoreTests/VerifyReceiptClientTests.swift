@@ -70,12 +70,23 @@ import Testing
         }
     }
 
-    @Test func malformedReceiptDataIsRetriedOnceThenRejected() async throws {
+    @Test func a21002IsRetriedOnceThenRejected() async throws {
+        try await Self.withSimulator { control, verifier in
+            let purchase = try await control.purchase()
+            try await control.fault(["kind": "status", "status": 21002, "count": 5])
+            let verdict = await verifier.verify(Self.request(purchase), freshness: .upstreamOnly)
+            #expect(verdict == .invalid(.malformedReceipt))
+            let calls = try await control.calls()
+            #expect(calls.total == 2)
+        }
+    }
+
+    @Test func bytesThatAreNoReceiptAreRefusedWithoutAnUpstreamCall() async throws {
         try await Self.withSimulator { control, verifier in
             let verdict = await verifier.verify(VerificationRequest(receiptData: ByteEncoding.base64(Array("not a receipt".utf8))), freshness: .upstreamOnly)
             #expect(verdict == .invalid(.malformedReceipt))
             let calls = try await control.calls()
-            #expect(calls.total == 2)
+            #expect(calls.total == 0)
         }
     }
 
@@ -163,13 +174,14 @@ import Testing
     }
 
     @Test func aDeadUpstreamIsGivenUpWithinTheBudget() async throws {
-        let port = try await Self.withSimulator { control, _ in control.client.port! }  // closed once it returns
+        // The simulator is closed once this returns; its receipt is still a well-formed one.
+        let (port, receipt) = try await Self.withSimulator { control, _ in (control.client.port!, try await control.purchase().receiptData) }
         let policy = RetryPolicy(maximumAttempts: 50, initialBackoff: .milliseconds(50), maximumBackoff: .milliseconds(200), totalBudget: .seconds(1))
         let verifier = AppStoreReceiptVerifier(
             client: VerifyReceiptClient(transport: CurlHTTPClient(), endpoints: .base("http://127.0.0.1:\(port)"), policy: policy),
             bundleID: Self.bundleID)
         let start = ContinuousClock.now
-        let verdict = await verifier.verify(VerificationRequest(receiptData: "AAAA"), freshness: .upstreamOnly)
+        let verdict = await verifier.verify(VerificationRequest(receiptData: receipt), freshness: .upstreamOnly)
         guard case .unavailable(let reason, _) = verdict else { Issue.record("\(verdict)"); return }
         #expect(reason.contains("could not connect"))
         #expect(ContinuousClock.now - start < .seconds(2))

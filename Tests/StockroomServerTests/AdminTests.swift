@@ -42,18 +42,23 @@ import Testing
             #expect(try await fixture.post(purchase).status == .serviceUnavailable)
             _ = try await fixture.control.client.execute(uri: "/sim/faults", method: .delete)
 
-            let pending = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments?state=pending"))
-            #expect((pending["fulfilments"] as? [[String: Any]])?.map { $0["transactionId"] as? String } == [purchase.transactionId])
-            let shown = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)"))
-            #expect(shown["state"] as? String == "pending")
-            #expect(shown["proof"] == nil && shown["proofLength"] as? Int == purchase.receiptData.utf8.count, "the receipt itself is never shown")
+            let listed = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/pending-proofs"))
+            let kept = try #require((listed["pendingProofs"] as? [[String: Any]])?.first)
+            #expect(kept["transactionId"] as? String == purchase.transactionId)
+            #expect(kept["status"] as? String == "pending")
+            #expect(kept["proof"] == nil, "the receipt itself is never shown")
+            let missing = try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)")
+            #expect(missing.status == .notFound, "a kept proof is no fulfilment")
 
-            let dry = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/refulfil?dryRun=true", method: .post))
-            #expect(dry["after"] as? String == "verified")
-            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .pending)
-            let done = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/refulfil", method: .post))
-            #expect(done["outcome"] as? String == "verified")
+            let dry = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/pending-proofs/refulfil?dryRun=true", method: .post))
+            #expect((dry["results"] as? [[String: Any]])?.first?["outcome"] as? String == "verified")
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId) == nil)
+            let done = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/pending-proofs/refulfil", method: .post))
+            #expect((done["results"] as? [[String: Any]])?.first?["outcome"] as? String == "verified")
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .verified)
+            let shown = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)"))
+            #expect(shown["state"] as? String == "verified")
+            #expect(shown["proof"] == nil && shown["proofLength"] as? Int == purchase.receiptData.utf8.count, "the receipt itself is never shown")
 
             let badRevoke = try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/revoke", method: .post, body: "{}")
             #expect(badRevoke.status == .badRequest)
@@ -97,6 +102,7 @@ import Testing
         ("/v1/admin/fulfilments?since=yesterday", .badRequest, "bad_request"),
         ("/v1/admin/fulfilments/2999", .notFound, "unknown_transaction"),
         ("/v1/admin/fulfilments/a%20b", .badRequest, "bad_request"),
+        ("/v1/admin/pending-proofs?status=lost", .badRequest, "bad_request"),
     ])
     func badAdminRequestsAreRefused(uri: String, status: HTTPResponse.Status, code: String) async throws {
         try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in

@@ -27,6 +27,10 @@ struct DownloadFixture: Sendable {
             let control = SimulatorControl(simulatorClient)
             var server = try ServerFixture()
             server.configuration.upstream = .url(control.baseURL)
+            // The server fetches no trust: the test names the simulator's root and API key.
+            let trust = try await control.trust(bundleID: "com.example.stockroom.demo")
+            server.configuration.trustedRoots = [trust.root]
+            server.configuration.serverAPICredentials = trust.credentials
             configure(&server.configuration)
             let databasePath = server.configuration.databasePath
             let root = server.root
@@ -59,6 +63,13 @@ struct DownloadFixture: Sendable {
         var headers: HTTPFields = [:]
         if let token { headers[.authorization] = "Bearer \(token)" }
         return try await client.execute(uri: "/v1/downloads/\(transactionID)/ack", method: .post, headers: headers)
+    }
+
+    /// An admin API call, `/v1/admin/<path>`, with the bearer `token` and an optional JSON body.
+    func admin(_ method: HTTPRequest.Method, _ path: String, token: String, body: [String: String]? = nil) async throws -> TestResponse {
+        try await client.execute(
+            uri: "/v1/admin/\(path)", method: method, headers: [.authorization: "Bearer \(token)"],
+            body: try body.map { ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: $0)) })
     }
 
     /// Every row and attempt, to show that a refused request changed nothing.
@@ -94,5 +105,18 @@ struct DownloadFixture: Sendable {
     /// A token minted with the test secret, e.g. already expired.
     static func token(_ transactionID: String, product: String = book, issuedAt: Date = Date()) -> String {
         DownloadTokenSigner(key: Array(ServerFixture.tokenSecret.utf8)).token(transactionID: transactionID, productID: product, now: issuedAt)
+    }
+}
+
+extension SimulatorControl {
+    /// The simulator's root certificate and App Store Server API key, read from its control API
+    /// as a test (never the server) may.
+    func trust(bundleID: String) async throws -> (root: Certificate, credentials: AppStoreServerAPIClient.Credentials) {
+        let pem = String(buffer: try await client.execute(uri: "/sim/root.pem", method: .get).body)
+        let key = try JSONSerialization.jsonObject(with: Data(buffer: try await client.execute(uri: "/sim/api-key", method: .get).body)) as? [String: String]
+        let credentials = AppStoreServerAPIClient.Credentials(
+            issuerID: key?["issuerId"] ?? "", keyID: key?["keyId"] ?? "", bundleID: bundleID,
+            privateKey: try ECPrivateKey(pem: key?["privateKey"] ?? ""))
+        return (try Certificate(pem: pem), credentials)
     }
 }

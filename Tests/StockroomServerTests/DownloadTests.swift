@@ -149,7 +149,7 @@ import Testing
         }
     }
 
-    @Test func anUnavailableUpstreamKeepsTheReceiptAsPending() async throws {
+    @Test func anUnavailableUpstreamKeepsTheReceiptAsAPendingProof() async throws {
         try await DownloadFixture.run { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 10])
@@ -157,15 +157,17 @@ import Testing
             #expect(response.status == .serviceUnavailable)
             #expect(try DownloadFixture.code(response) == "upstream_unavailable")
             #expect(response.headers[.retryAfter] == "30")
-            let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
-            #expect(row.state == .pending)
-            #expect(row.proof == purchase.receiptData)
-            #expect(row.lastError?.contains("HTTP 503") == true)
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId) == nil, "kept apart, not an entitlement")
+            let kept = try #require(try await fixture.ledger.pendingProofs(status: .pending, limit: 10).first)
+            #expect(kept.transactionID == purchase.transactionId)
+            #expect(kept.proof == purchase.receiptData)
+            #expect(kept.lastError?.contains("HTTP 503") == true)
 
             // Once Apple answers again, the same request verifies and delivers.
             _ = try await fixture.control.client.execute(uri: "/sim/faults", method: .delete)
             #expect(try await fixture.post(purchase).status == .ok)
             #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
+            #expect(try await fixture.ledger.pendingProofs(status: nil, limit: 10).isEmpty, "the verified proof is no longer pending")
         }
     }
 
@@ -174,9 +176,9 @@ import Testing
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 10])
             #expect(try await fixture.post(purchase, transaction: false).status == .serviceUnavailable)
-            let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId), "the ID read from the receipt itself")
-            #expect(row.state == .pending)
-            #expect(row.proof == purchase.receiptData)
+            let kept = try #require(try await fixture.ledger.pendingProofs(status: .pending, limit: 10).first, "the ID read from the receipt itself")
+            #expect(kept.transactionID == purchase.transactionId)
+            #expect(kept.proof == purchase.receiptData)
         }
     }
 
@@ -206,7 +208,9 @@ import Testing
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let token = try #require(try await fixture.post(purchase).headers[.init("X-Download-Token")!])
             #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
-            _ = try await fixture.ledger.revokePurchase(originalTransactionID: purchase.originalTransactionId, reason: "test")
+            _ = try await fixture.ledger.revoke(
+                RevokedPurchase(transactionID: purchase.transactionId, originalTransactionID: purchase.originalTransactionId, productID: nil, bundleID: nil, environment: nil),
+                cause: .operatorAction, reason: "test", now: Date())
             let before = try await fixture.snapshot()
             let responses = [
                 try await fixture.post(purchase),

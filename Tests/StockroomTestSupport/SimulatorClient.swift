@@ -21,12 +21,33 @@ public struct SimulatorControl: Sendable {
         public var deviceId: String
         public var receiptData: String
         public var signedTransaction: String
+        /// `Non-Consumable`, `Auto-Renewable Subscription`, …
+        public var type: String?
+        /// A subscription's end, milliseconds since 1970.
+        public var expiresDate: Int64?
+        /// The iOS 6 transaction receipt, with `"receiptStyle": "transaction"`.
+        public var transactionReceipt: String?
     }
 
     public func purchase(_ fields: [String: String]) async throws -> Purchase {
-        let response = try await client.execute(uri: "/sim/purchases", method: .post, body: try Self.body(fields))
+        try await purchase(json: fields)
+    }
+
+    /// A purchase with fields of any JSON type: `["productId": …, "expiresInSeconds": 60]`.
+    public func purchase(json fields: [String: any Sendable]) async throws -> Purchase {
+        let body = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fields))
+        let response = try await client.execute(uri: "/sim/purchases", method: .post, body: body)
         guard response.status == .created else { throw SimulatorControlError(status: response.status.code, body: String(buffer: response.body)) }
         return try JSONDecoder().decode(Purchase.self, from: Data(buffer: response.body))
+    }
+
+    /// A purchase whose answer also carries an iOS 6 transaction receipt.
+    public func transactionPurchase(
+        _ productId: String = "com.example.stockroom.demo.book1", environment: String = "Production", expiresInSeconds: Int? = nil
+    ) async throws -> Purchase {
+        var fields: [String: any Sendable] = ["productId": productId, "environment": environment, "receiptStyle": "transaction"]
+        if let expiresInSeconds { fields["expiresInSeconds"] = expiresInSeconds }
+        return try await purchase(json: fields)
     }
 
     public func purchase(_ productId: String = "com.example.stockroom.demo.book1", environment: String = "Production") async throws -> Purchase {
@@ -70,6 +91,14 @@ public struct SimulatorControl: Sendable {
         let endpoints = object?["endpoints"] as? [String: [String: Int]]
         let verify = endpoints?["verifyReceipt"] ?? [:]
         return Calls(production: verify["Production"] ?? 0, sandbox: verify["Sandbox"] ?? 0, total: object?["total"] as? Int ?? -1)
+    }
+
+    /// Calls the App Store Server API endpoint received, in all environments.
+    public func serverAPICalls() async throws -> Int {
+        let response = try await client.execute(uri: "/sim/stats", method: .get)
+        let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
+        let endpoints = object?["endpoints"] as? [String: [String: Int]]
+        return (endpoints?["inApps"] ?? [:]).values.reduce(0, +)
     }
 
     static func body(_ fields: [String: String]) throws -> ByteBuffer {

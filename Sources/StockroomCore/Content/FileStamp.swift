@@ -19,7 +19,8 @@ public struct FileStamp: Sendable, Hashable, Codable {
         self.inode = inode
     }
 
-    init(_ status: stat) {
+    /// The stamp of a file from its `stat`.
+    public init(_ status: stat) {
         self.init(
             size: Int64(status.st_size),
             modificationNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),

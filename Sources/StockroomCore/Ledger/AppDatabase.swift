@@ -1,4 +1,5 @@
 public import GRDB
+import Foundation
 
 /// The owner of the ledger database: its connection pool and its migrations.
 ///
@@ -21,6 +22,7 @@ public final class AppDatabase: Sendable {
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
+        try Self.restrictPermissions(path)
         self.writer = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(writer)
     }
@@ -77,6 +79,76 @@ public final class AppDatabase: Sendable {
                 table.column("received_at", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v4: entitlements only from verified proofs, pending proofs apart") { db in
+            try db.alter(table: "fulfilments") { table in
+                table.add(column: "proof_digest", .text)
+                table.add(column: "app_account_token", .text)
+                table.add(column: "expires_at", .datetime)
+                table.add(column: "revoked_by_operator_at", .datetime)
+                table.add(column: "revoked_by_refund_at", .datetime)
+            }
+            try db.create(table: "pending_proofs") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("transaction_id", .text).notNull().indexed()
+                table.column("proof_digest", .text).notNull()
+                table.column("proof_kind", .text).notNull().check(sql: "proof_kind IN ('receipt', 'signedTransaction')")
+                table.column("proof", .text).notNull()
+                table.column("requested_product_id", .text).notNull()
+                table.column("app_account_token", .text)
+                table.column("status", .text).notNull().indexed().check(sql: "status IN ('pending', 'rejected')")
+                table.column("last_error", .text)
+                table.column("created_at", .datetime).notNull()
+                table.column("updated_at", .datetime).notNull()
+                table.uniqueKey(["transaction_id", "proof_digest"])
+            }
+            // A pending row held a request's unverified claims (its product among them): it
+            // becomes a pending proof, which never authorises anything.
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM fulfilments WHERE state = 'pending'") {
+                let proof: String = row["proof"]
+                let normalised = ReceiptProof.parse(proof)?.text ?? proof
+                try db.execute(
+                    sql: """
+                        INSERT OR IGNORE INTO pending_proofs (transaction_id, proof_digest, proof_kind, proof, requested_product_id,
+                          status, last_error, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?)
+                        """,
+                    arguments: [
+                        row["transaction_id"], VerifiedProof.digest(of: normalised), row["proof_kind"], normalised, row["product_id"],
+                        row["last_error"], row["created_at"], row["updated_at"],
+                    ])
+            }
+            try db.execute(sql: "DELETE FROM fulfilments WHERE state = 'pending'")
+            // The proof on record is what an outage compares a request's proof with: normalise it.
+            for row in try Row.fetchAll(db, sql: "SELECT transaction_id, proof_kind, proof FROM fulfilments") {
+                let proof: String = row["proof"]
+                let kind: String = row["proof_kind"]
+                let normalised = kind == "receipt" ? (ReceiptProof.parse(proof)?.text ?? proof) : proof
+                try db.execute(
+                    sql: "UPDATE fulfilments SET proof = ?, proof_digest = ? WHERE transaction_id = ?",
+                    arguments: [normalised, VerifiedProof.digest(of: normalised), row["transaction_id"]])
+            }
+            // Each revocation's cause, so that only its counterpart can lift it.
+            try db.execute(
+                sql: """
+                    UPDATE fulfilments SET revoked_by_operator_at = COALESCE(revoked_at, updated_at)
+                    WHERE state = 'revoked' AND last_error LIKE 'revoked by operator%'
+                    """)
+            try db.execute(
+                sql: """
+                    UPDATE fulfilments SET revoked_by_refund_at = COALESCE(revoked_at, updated_at)
+                    WHERE state = 'revoked' AND revoked_by_operator_at IS NULL
+                    """)
+        }
         return migrator
+    }
+
+    /// The ledger holds replayable receipts: the file (and so SQLite's -wal and -shm files,
+    /// which take its mode) is readable by its owner only.
+    static func restrictPermissions(_ path: String) throws {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw DatabaseError(resultCode: .SQLITE_CANTOPEN, message: "cannot open \(path): errno \(errno)") }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return }
+        if status.st_mode & 0o077 != 0 { _ = fchmod(descriptor, 0o600) }
     }
 }

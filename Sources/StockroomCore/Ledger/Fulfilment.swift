@@ -1,7 +1,10 @@
 import Foundation
 import GRDB
 
-/// One App Store transaction in the ledger, with the receipt that proves it.
+/// One App Store transaction the ledger holds an entitlement for, with the proof that verified it.
+///
+/// Every field that decides what may be downloaded (product, transaction, original transaction,
+/// bundle, environment, expiry) comes from a verified proof, never from a request body.
 public struct Fulfilment: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "fulfilments"
 
@@ -9,11 +12,18 @@ public struct Fulfilment: Sendable, Equatable, Codable, FetchableRecord, Persist
     public var originalTransactionID: String
     public var productID: String
     public var bundleID: String
-    /// Nil while pending: no App Store environment has vouched for it yet.
+    /// The App Store environment that vouched for it (nil only on rows older than schema v4).
     public var environment: StoreEnvironment?
     public var proofKind: ProofKind
-    /// The base64 app receipt or the StoreKit 2 JWS, kept for re-verification. Never logged.
+    /// The normalised receipt or the StoreKit 2 JWS, kept for re-verification. Never logged.
     public var proof: String
+    /// Hex SHA-256 of `proof`: during an outage only a request carrying this very proof is served.
+    public var proofDigest: String?
+    /// The app account (StoreKit 2 `appAccountToken`) the purchase is bound to; every later
+    /// claim must carry the same one.
+    public var appAccountToken: String?
+    /// When a subscription's entitlement ends (auto-renewable and non-renewing products).
+    public var expiresAt: Date?
     public var state: FulfilmentState
     public var verifiedAt: Date?
     /// Download requests made for it (POSTs and resumes).
@@ -26,11 +36,22 @@ public struct Fulfilment: Sendable, Equatable, Codable, FetchableRecord, Persist
     public var deliveredAt: Date?
     public var acknowledgedAt: Date?
     public var revokedAt: Date?
+    /// Set while an operator's revocation stands; only `reinstate` clears it.
+    public var revokedByOperatorAt: Date?
+    /// Set while Apple's refund or revocation stands; only `REFUND_REVERSED` clears it.
+    public var revokedByRefundAt: Date?
 
     /// What kind of proof of purchase is stored.
     public enum ProofKind: String, Sendable, Codable, DatabaseValueConvertible {
+        /// An app receipt or an old-style transaction receipt, verified with verifyReceipt.
         case receipt
+        /// A StoreKit 2 JWS, verified locally (and with the App Store Server API).
         case signedTransaction
+    }
+
+    /// Whether the entitlement has run out at `now`.
+    public func isExpired(at now: Date) -> Bool {
+        expiresAt.map { $0 <= now } ?? false
     }
 
     public enum Columns {
@@ -44,15 +65,22 @@ public struct Fulfilment: Sendable, Equatable, Codable, FetchableRecord, Persist
     enum CodingKeys: String, CodingKey {
         case transactionID = "transaction_id", originalTransactionID = "original_transaction_id"
         case productID = "product_id", bundleID = "bundle_id", environment, proofKind = "proof_kind", proof
+        case proofDigest = "proof_digest", appAccountToken = "app_account_token", expiresAt = "expires_at"
         case state, verifiedAt = "verified_at", attempts, bytesDelivered = "bytes_delivered", lastError = "last_error"
         case createdAt = "created_at", updatedAt = "updated_at", deliveredAt = "delivered_at"
         case acknowledgedAt = "acknowledged_at", revokedAt = "revoked_at"
+        case revokedByOperatorAt = "revoked_by_operator_at", revokedByRefundAt = "revoked_by_refund_at"
     }
 }
 
 /// One download attempt: what range was asked for, what went out, how it ended.
+///
+/// The log keeps the most recent `DownloadAttempt.keptPerTransaction` per transaction; the
+/// fulfilment's counters keep the totals.
 public struct DownloadAttempt: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "download_attempts"
+    /// How many attempts the log keeps per transaction; older ones are dropped.
+    public static let keptPerTransaction = 20
 
     public var id: Int64?
     public var transactionID: String

@@ -17,6 +17,10 @@ public enum FulfilmentView {
         object["acknowledgedAt"] = row.acknowledgedAt.map(date)
         object["revokedAt"] = row.revokedAt.map(date)
         object["lastError"] = row.lastError
+        object["expiresAt"] = row.expiresAt.map(date)
+        object["appAccountBound"] = row.appAccountToken != nil
+        object["revokedByOperatorAt"] = row.revokedByOperatorAt.map(date)
+        object["revokedByRefundAt"] = row.revokedByRefundAt.map(date)
         if let attempts {
             object["downloadAttempts"] = attempts.map { attempt -> [String: Any] in
                 var entry: [String: Any] = ["bytes": attempt.bytes, "outcome": attempt.outcome.rawValue, "at": date(attempt.at)]
@@ -27,11 +31,15 @@ public enum FulfilmentView {
         return object
     }
 
-    public static func object(_ outcome: Refulfilment.Outcome) -> [String: Any] {
-        [
-            "transactionId": outcome.transactionID, "outcome": outcome.kind.rawValue, "before": outcome.before.rawValue,
-            "after": outcome.after.rawValue, "detail": outcome.detail,
+    /// A kept pending proof, without the proof itself.
+    public static func object(_ pending: PendingProof) -> [String: Any] {
+        var object: [String: Any] = [
+            "transactionId": pending.transactionID, "status": pending.status.rawValue, "proofKind": pending.proofKind.rawValue,
+            "proofSha256": pending.proofDigest, "requestedProductId": pending.requestedProductID,
+            "createdAt": date(pending.createdAt), "updatedAt": date(pending.updatedAt),
         ]
+        object["lastError"] = pending.lastError
+        return object
     }
 
     public static func json(_ value: Any) -> String {

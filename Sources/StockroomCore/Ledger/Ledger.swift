@@ -1,59 +1,158 @@
 import Foundation
 
-/// The fulfilment ledger: one row per App Store transaction, every download attempt logged.
+/// The fulfilment ledger: entitlements made only from verified proofs, pending proofs kept apart,
+/// every download attempt logged.
 ///
-/// A protocol so that a PostgreSQL ledger can serve several instances; SQLite is the default.
+/// Each decision is one method and one database transaction that re-reads the rows, applies
+/// the rules and writes. The API has no way to record an entitlement without a `VerifiedProof`,
+/// to let a pending proof authorise bytes, or to lift a revocation except through `reinstate`
+/// (an operator's) and `reverseRefund` (Apple's). A protocol so that a PostgreSQL ledger can
+/// serve several instances; SQLite is the default.
 public protocol Ledger: Sendable {
+    // MARK: Reads
     func fulfilment(_ transactionID: String) async throws -> Fulfilment?
-    /// Whether any transaction of this purchase (the original and its restores) is revoked.
-    func isRevoked(originalTransactionID: String) async throws -> Bool
-    /// Records a verified transaction, inserting it or moving it to `verified`; `countAttempt`
-    /// adds one to its attempts (a download request, not an operator's re-verification).
-    func recordVerified(_ record: VerifiedRecord, countAttempt: Bool) async throws -> Fulfilment
-    /// Keeps the proof of a transaction whose verification could not be had (upstream down).
-    func recordPending(_ record: VerifiedRecord, error: String) async throws -> Fulfilment
-    /// One more download request for a transaction that needs no new verification.
-    func countAttempt(_ transactionID: String) async throws
-    /// Moves a transaction to `state`; throws `LedgerError.illegalTransition` for a move the
-    /// state machine does not allow. Moving to the current state changes nothing.
-    func transition(_ transactionID: String, to state: FulfilmentState, error: String?) async throws -> Fulfilment
-    /// Revokes a purchase Apple reported refunded, recording the transaction as revoked when the
-    /// ledger has never seen it (so its old proof cannot download it later).
-    func recordRevoked(_ record: VerifiedRecord, reason: String) async throws
-    /// Revokes every transaction of a purchase; returns those that changed.
-    func revokePurchase(originalTransactionID: String, reason: String) async throws -> [Fulfilment]
-    /// Logs a download attempt and its bytes; a complete body reaching the file's end makes a
-    /// verified transaction `delivered`.
-    func recordDelivery(_ transactionID: String, report: DeliveryReport, fileSize: Int64) async throws
-    /// Records an App Store notification and applies its effect in one transaction; false when
-    /// a notification with this UUID was recorded before (nothing changes then).
-    func applyNotification(_ notification: NotificationRecord, effect: NotificationEffect) async throws -> Bool
     func list(_ filter: FulfilmentFilter) async throws -> [Fulfilment]
     func attempts(of transactionID: String) async throws -> [DownloadAttempt]
+    /// Kept proofs, oldest first; `status` nil lists every one.
+    func pendingProofs(status: PendingProof.Status?, limit: Int) async throws -> [PendingProof]
+
+    // MARK: Decisions
+    /// Records what `proof` says and decides whether it entitles the claim: refunds revoke the
+    /// whole purchase, a revoked purchase stays revoked, the product must be the one asked for,
+    /// a bound account must match, an expired subscription is refused.
+    func claim(_ proof: VerifiedProof, terms: ClaimTerms, now: Date) async throws -> LedgerDecision
+    /// During an outage: serves only an entitled, unexpired, unrevoked transaction whose proof on
+    /// record has this digest; nil when it does not qualify (nothing changes then).
+    func serveRecordedProof(_ request: RecordedProofRequest, now: Date) async throws -> Fulfilment?
+    /// Keeps a proof that could not be verified; false when the bound for its transaction is reached.
+    func keepPendingProof(_ proof: PendingProofDraft, now: Date) async throws -> Bool
+    /// Marks a pending proof rejected by the App Store.
+    func rejectPendingProof(id: Int64, reason: String, now: Date) async throws
+    /// Notes a failed re-verification attempt of a pending proof.
+    func notePendingProof(id: Int64, error: String, now: Date) async throws
+    /// A resume authorised by a download token for `productID`: counts the attempt when entitled.
+    func resume(_ transactionID: String, productID: String, now: Date) async throws -> LedgerDecision
+    /// The client has the whole file: delivered → acknowledged.
+    func acknowledge(_ transactionID: String, productID: String, now: Date) async throws -> LedgerDecision
+    /// A re-verification of the stored proof said no: entitled → rejected, only while the
+    /// stored proof is still the one with `digest`.
+    func reject(_ transactionID: String, digest: String?, reason: String, now: Date) async throws -> Fulfilment?
+    /// Notes why a re-verification could not be had.
+    func noteError(_ transactionID: String, _ error: String, now: Date) async throws
+    /// Revokes every transaction of a purchase for `cause`; a transaction never seen is
+    /// recorded revoked so that its proof cannot download later. Returns those that changed.
+    func revoke(_ purchase: RevokedPurchase, cause: RevocationCause, reason: String, now: Date) async throws -> [Fulfilment]
+    /// Lifts an operator's revocation of the purchase `transactionID` belongs to; a refund's
+    /// stays. Returns the transactions that became entitled again.
+    func reinstate(_ transactionID: String, reason: String, now: Date) async throws -> [Fulfilment]
+    /// Apple reversed a refund (`REFUND_REVERSED`): lifts the refund's revocation; an
+    /// operator's stays. Returns the transactions that became entitled again.
+    func reverseRefund(originalTransactionID: String, now: Date) async throws -> [Fulfilment]
+    /// Logs a download attempt and its bytes; a complete body reaching the file's end makes a
+    /// verified transaction `delivered`. The attempts log stays bounded per transaction.
+    func recordDelivery(_ transactionID: String, report: DeliveryReport, fileSize: Int64) async throws
+    /// Whether a notification with this UUID was recorded.
+    func notificationSeen(_ uuid: String) async throws -> Bool
+    /// Records a notification's UUID; false when it was recorded before.
+    func recordNotification(_ notification: NotificationRecord, outcome: String, now: Date) async throws -> Bool
 }
 
-/// What a verification learned about a transaction, to be recorded.
-public struct VerifiedRecord: Sendable, Equatable {
+/// The terms a claim is made on, besides the proof.
+public struct ClaimTerms: Sendable, Equatable {
+    /// The product the request asked for; nil when an operator re-verifies (the proof decides).
+    public var requestedProductID: String?
+    /// The account the request names; ignored when `checksAccount` is false.
+    public var appAccountToken: String?
+    /// Whether the account binding is checked (downloads) or not (an operator's re-verification).
+    public var checksAccount: Bool
+    /// Whether this is a download request (counts an attempt).
+    public var countsAttempt: Bool
+
+    public init(requestedProductID: String?, appAccountToken: String?, checksAccount: Bool, countsAttempt: Bool) {
+        self.requestedProductID = requestedProductID
+        self.appAccountToken = appAccountToken?.lowercased()
+        self.checksAccount = checksAccount
+        self.countsAttempt = countsAttempt
+    }
+
+    /// An operator's re-verification: no account, no attempt, Apple's product.
+    public static let reverification = ClaimTerms(requestedProductID: nil, appAccountToken: nil, checksAccount: false, countsAttempt: false)
+}
+
+/// What a ledger decision came to.
+public enum LedgerDecision: Sendable, Equatable {
+    /// Entitled: the row as recorded.
+    case entitled(Fulfilment)
+    case refused(Refusal)
+}
+
+/// During an outage, the request and the proof it carries.
+public struct RecordedProofRequest: Sendable, Equatable {
     public var transactionID: String
-    public var originalTransactionID: String
+    public var digest: String
     public var productID: String
-    public var bundleID: String
-    public var environment: StoreEnvironment?
-    public var proofKind: Fulfilment.ProofKind
+    public var appAccountToken: String?
+
+    public init(transactionID: String, digest: String, productID: String, appAccountToken: String?) {
+        self.transactionID = transactionID
+        self.digest = digest
+        self.productID = productID
+        self.appAccountToken = appAccountToken?.lowercased()
+    }
+}
+
+/// A proof to keep while the App Store cannot be asked.
+public struct PendingProofDraft: Sendable, Equatable {
+    public var transactionID: String
+    public var digest: String
+    public var kind: Fulfilment.ProofKind
     public var proof: String
+    public var requestedProductID: String
+    public var appAccountToken: String?
+    public var error: String
 
     public init(
-        transactionID: String, originalTransactionID: String, productID: String, bundleID: String,
-        environment: StoreEnvironment?, proofKind: Fulfilment.ProofKind, proof: String
+        transactionID: String, digest: String, kind: Fulfilment.ProofKind, proof: String, requestedProductID: String,
+        appAccountToken: String?, error: String
     ) {
+        self.transactionID = transactionID
+        self.digest = digest
+        self.kind = kind
+        self.proof = proof
+        self.requestedProductID = requestedProductID
+        self.appAccountToken = appAccountToken?.lowercased()
+        self.error = error
+    }
+}
+
+/// A purchase to revoke: the transaction named, and its purchase (original transaction).
+public struct RevokedPurchase: Sendable, Equatable {
+    public var transactionID: String
+    public var originalTransactionID: String
+    /// Known from Apple's word (refunds); nil for an operator naming a transaction on record.
+    public var productID: String?
+    public var bundleID: String?
+    public var environment: StoreEnvironment?
+    /// The proof Apple's word came with, kept on a row recorded revoked.
+    public var proofKind: Fulfilment.ProofKind = .receipt
+    public var proof: String?
+    public var proofDigest: String?
+
+    public init(transactionID: String, originalTransactionID: String, productID: String?, bundleID: String?, environment: StoreEnvironment?) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.productID = productID
         self.bundleID = bundleID
         self.environment = environment
-        self.proofKind = proofKind
-        self.proof = proof
     }
+}
+
+/// Who revoked a purchase; each cause is lifted only by its own counterpart.
+public enum RevocationCause: String, Sendable, Equatable {
+    /// An operator (`stockroom revoke`); lifted by `stockroom reinstate`.
+    case operatorAction = "operator"
+    /// Apple (refund, REVOKE, a cancellation date); lifted by `REFUND_REVERSED`.
+    case refund
 }
 
 /// An App Store Server Notification V2, as kept in the ledger.
@@ -71,17 +170,6 @@ public struct NotificationRecord: Sendable, Equatable {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
     }
-}
-
-/// What a notification does to the ledger.
-public enum NotificationEffect: Sendable, Equatable {
-    /// Revoke the purchase; a transaction never seen is recorded as revoked, so its old proof
-    /// cannot download it later.
-    case revoke(VerifiedRecord, reason: String)
-    /// A refund reversed: revoked transactions of the purchase become verified again.
-    case reinstate(originalTransactionID: String)
-    /// Recorded and acknowledged, nothing else.
-    case none
 }
 
 /// Which fulfilments to list.

@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 
-/// The `Ledger` on SQLite, through GRDB: each change is one write transaction.
+/// The `Ledger` on SQLite, through GRDB: each decision is one write transaction that re-reads
+/// the rows it depends on, so a refund or an operator's revocation that lands meanwhile is seen.
 public struct SQLiteLedger: Ledger {
     public let database: AppDatabase
 
@@ -9,171 +10,10 @@ public struct SQLiteLedger: Ledger {
         self.database = database
     }
 
+    // MARK: Reads
+
     public func fulfilment(_ transactionID: String) async throws -> Fulfilment? {
         try await database.writer.read { db in try Fulfilment.fetchOne(db, key: transactionID) }
-    }
-
-    public func isRevoked(originalTransactionID: String) async throws -> Bool {
-        try await database.writer.read { db in
-            try Fulfilment
-                .filter(Fulfilment.Columns.originalTransactionID == originalTransactionID && Fulfilment.Columns.state == FulfilmentState.revoked.rawValue)
-                .fetchCount(db) > 0
-        }
-    }
-
-    public func recordVerified(_ record: VerifiedRecord, countAttempt: Bool) async throws -> Fulfilment {
-        try await database.writer.write { db in
-            let now = Date()
-            guard var row = try Fulfilment.fetchOne(db, key: record.transactionID) else {
-                var row = Self.newRow(record, state: .verified, at: now)
-                row.verifiedAt = now
-                row.attempts = countAttempt ? 1 : 0
-                try row.insert(db)
-                return row
-            }
-            if !row.state.isEntitled { try Self.move(&row, to: .verified, at: now) }
-            row.verifiedAt = now
-            row.originalTransactionID = record.originalTransactionID
-            row.environment = record.environment ?? row.environment
-            row.proofKind = record.proofKind
-            row.proof = record.proof
-            row.lastError = nil
-            row.updatedAt = now
-            if countAttempt { row.attempts += 1 }
-            try row.update(db)
-            return row
-        }
-    }
-
-    public func recordPending(_ record: VerifiedRecord, error: String) async throws -> Fulfilment {
-        try await database.writer.write { db in
-            let now = Date()
-            guard var row = try Fulfilment.fetchOne(db, key: record.transactionID) else {
-                var row = Self.newRow(record, state: .pending, at: now)
-                row.attempts = 1
-                row.lastError = error
-                try row.insert(db)
-                return row
-            }
-            // The first proof stays: a later request cannot swap a pending transaction's receipt.
-            row.attempts += 1
-            row.lastError = error
-            row.updatedAt = now
-            try row.update(db)
-            return row
-        }
-    }
-
-    public func countAttempt(_ transactionID: String) async throws {
-        try await database.writer.write { db in
-            try db.execute(
-                sql: "UPDATE fulfilments SET attempts = attempts + 1, updated_at = ? WHERE transaction_id = ?",
-                arguments: [Date(), transactionID])
-            guard db.changesCount == 1 else { throw LedgerError.unknownTransaction(transactionID) }
-        }
-    }
-
-    public func transition(_ transactionID: String, to state: FulfilmentState, error: String?) async throws -> Fulfilment {
-        try await database.writer.write { db in
-            guard var row = try Fulfilment.fetchOne(db, key: transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
-            let now = Date()
-            if row.state != state {
-                try Self.move(&row, to: state, at: now)
-                if state == .verified { row.verifiedAt = now }
-            }
-            if let error { row.lastError = error }
-            row.updatedAt = now
-            try row.update(db)
-            return row
-        }
-    }
-
-    public func revokePurchase(originalTransactionID: String, reason: String) async throws -> [Fulfilment] {
-        try await database.writer.write { db in
-            let now = Date()
-            var changed: [Fulfilment] = []
-            let rows = try Fulfilment.filter(Fulfilment.Columns.originalTransactionID == originalTransactionID).fetchAll(db)
-            for var row in rows where row.state != .revoked {
-                try Self.move(&row, to: .revoked, at: now)
-                row.lastError = reason
-                row.updatedAt = now
-                try row.update(db)
-                changed.append(row)
-            }
-            return changed
-        }
-    }
-
-    public func recordDelivery(_ transactionID: String, report: DeliveryReport, fileSize: Int64) async throws {
-        try await database.writer.write { db in
-            guard var row = try Fulfilment.fetchOne(db, key: transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
-            let now = Date()
-            var attempt = DownloadAttempt(
-                id: nil, transactionID: transactionID, rangeStart: report.range?.lowerBound, rangeEnd: report.range?.upperBound,
-                bytes: report.bytesSent, outcome: report.complete ? .complete : .interrupted, at: now)
-            try attempt.insert(db)
-            row.bytesDelivered += report.bytesSent
-            let reachedEnd = (report.range?.upperBound ?? -1) == fileSize - 1
-            if report.complete, reachedEnd, row.state == .verified {
-                try Self.move(&row, to: .delivered, at: now)
-            }
-            row.updatedAt = now
-            try row.update(db)
-        }
-    }
-
-    public func applyNotification(_ notification: NotificationRecord, effect: NotificationEffect) async throws -> Bool {
-        try await database.writer.write { db in
-            let seen = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notifications WHERE notification_uuid = ?", arguments: [notification.uuid]) ?? 0
-            guard seen == 0 else { return false }
-            let now = Date()
-            var outcome = "recorded"
-            switch effect {
-            case .revoke(let record, let reason):
-                try Self.revoke(record, reason: reason, in: db, at: now)
-                outcome = "revoked"
-            case .reinstate(let original):
-                let rows = try Fulfilment.filter(Fulfilment.Columns.originalTransactionID == original).fetchAll(db)
-                for var row in rows where row.state == .revoked {
-                    try Self.move(&row, to: .verified, at: now)
-                    row.verifiedAt = now
-                    row.lastError = "refund reversed"
-                    row.updatedAt = now
-                    try row.update(db)
-                }
-                outcome = "reinstated"
-            case .none:
-                break
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [notification.uuid, notification.type, notification.subtype, notification.transactionID, notification.originalTransactionID, outcome, now])
-            return true
-        }
-    }
-
-    public func recordRevoked(_ record: VerifiedRecord, reason: String) async throws {
-        try await database.writer.write { db in try Self.revoke(record, reason: reason, in: db, at: Date()) }
-    }
-
-    /// Records `record` as revoked if unseen, and revokes every transaction of its purchase.
-    private static func revoke(_ record: VerifiedRecord, reason: String, in db: Database, at now: Date) throws {
-        if try Fulfilment.fetchOne(db, key: record.transactionID) == nil {
-            var row = newRow(record, state: .revoked, at: now)
-            row.revokedAt = now
-            row.lastError = reason
-            try row.insert(db)
-        }
-        let rows = try Fulfilment.filter(Fulfilment.Columns.originalTransactionID == record.originalTransactionID).fetchAll(db)
-        for var row in rows where row.state != .revoked {
-            try move(&row, to: .revoked, at: now)
-            row.lastError = reason
-            row.updatedAt = now
-            try row.update(db)
-        }
     }
 
     public func list(_ filter: FulfilmentFilter) async throws -> [Fulfilment] {
@@ -192,26 +32,201 @@ public struct SQLiteLedger: Ledger {
         }
     }
 
-    private static func newRow(_ record: VerifiedRecord, state: FulfilmentState, at now: Date) -> Fulfilment {
-        Fulfilment(
-            transactionID: record.transactionID, originalTransactionID: record.originalTransactionID,
-            productID: record.productID, bundleID: record.bundleID, environment: record.environment,
-            proofKind: record.proofKind, proof: record.proof, state: state, verifiedAt: nil, attempts: 0,
-            bytesDelivered: 0, lastError: nil, createdAt: now, updatedAt: now, deliveredAt: nil,
-            acknowledgedAt: nil, revokedAt: nil)
+    public func pendingProofs(status: PendingProof.Status?, limit: Int) async throws -> [PendingProof] {
+        try await database.writer.read { db in
+            var request = PendingProof.all()
+            if let status { request = request.filter(Column("status") == status.rawValue) }
+            return try request.order(Column("id")).limit(limit).fetchAll(db)
+        }
     }
 
-    /// The one place a state changes: checks the machine, stamps the matching time.
-    private static func move(_ row: inout Fulfilment, to state: FulfilmentState, at now: Date) throws {
-        guard row.state.allowedNext.contains(state) else {
-            throw LedgerError.illegalTransition(transactionID: row.transactionID, from: row.state, to: state)
+    // MARK: Decisions
+
+    public func claim(_ proof: VerifiedProof, terms: ClaimTerms, now: Date) async throws -> LedgerDecision {
+        try await database.writer.write { db in
+            var purchase = try Self.purchase(db, transactionID: proof.transactionID, originalTransactionID: proof.originalTransactionID)
+            let decision = try EntitlementRules.claim(proof, terms: terms, purchase: &purchase, now: now)
+            try purchase.save(db)
+            if case .entitled = decision {
+                try db.execute(
+                    sql: "DELETE FROM pending_proofs WHERE transaction_id = ? AND proof_digest = ?",
+                    arguments: [proof.transactionID, proof.digest])
+            }
+            return decision
         }
-        row.state = state
-        switch state {
-        case .delivered: row.deliveredAt = now
-        case .acknowledged: row.acknowledgedAt = now
-        case .revoked: row.revokedAt = now
-        case .verified, .pending, .rejected: break
+    }
+
+    public func serveRecordedProof(_ request: RecordedProofRequest, now: Date) async throws -> Fulfilment? {
+        try await database.writer.write { db in
+            guard let row = try Fulfilment.fetchOne(db, key: request.transactionID) else { return nil }
+            var purchase = try Self.purchase(db, transactionID: row.transactionID, originalTransactionID: row.originalTransactionID)
+            guard let served = EntitlementRules.serveRecordedProof(request, purchase: &purchase, now: now) else { return nil }
+            try purchase.save(db)
+            return served
         }
+    }
+
+    public func keepPendingProof(_ draft: PendingProofDraft, now: Date) async throws -> Bool {
+        try await database.writer.write { db in
+            if var existing = try PendingProof
+                .filter(Column("transaction_id") == draft.transactionID && Column("proof_digest") == draft.digest).fetchOne(db)
+            {
+                existing.lastError = draft.error
+                existing.updatedAt = now
+                try existing.update(db)
+                return true
+            }
+            let kept = try PendingProof.filter(Column("transaction_id") == draft.transactionID && Column("status") == PendingProof.Status.pending.rawValue)
+                .fetchCount(db)
+            guard kept < PendingProof.perTransaction else { return false }
+            var proof = PendingProof(
+                id: nil, transactionID: draft.transactionID, proofDigest: draft.digest, proofKind: draft.kind, proof: draft.proof,
+                requestedProductID: draft.requestedProductID, appAccountToken: draft.appAccountToken, status: .pending,
+                lastError: draft.error, createdAt: now, updatedAt: now)
+            try proof.insert(db)
+            return true
+        }
+    }
+
+    public func rejectPendingProof(id: Int64, reason: String, now: Date) async throws {
+        try await database.writer.write { db in
+            try db.execute(
+                sql: "UPDATE pending_proofs SET status = 'rejected', last_error = ?, updated_at = ? WHERE id = ?", arguments: [reason, now, id])
+        }
+    }
+
+    public func notePendingProof(id: Int64, error: String, now: Date) async throws {
+        try await database.writer.write { db in
+            try db.execute(sql: "UPDATE pending_proofs SET last_error = ?, updated_at = ? WHERE id = ?", arguments: [error, now, id])
+        }
+    }
+
+    public func resume(_ transactionID: String, productID: String, now: Date) async throws -> LedgerDecision {
+        try await database.writer.write { db in
+            guard let row = try Fulfilment.fetchOne(db, key: transactionID), row.productID == productID else {
+                return .refused(.unknownTransaction(transactionID))
+            }
+            var purchase = try Self.purchase(db, transactionID: row.transactionID, originalTransactionID: row.originalTransactionID)
+            let decision = EntitlementRules.resume(transactionID, purchase: &purchase, now: now)
+            try purchase.save(db)
+            return decision
+        }
+    }
+
+    public func acknowledge(_ transactionID: String, productID: String, now: Date) async throws -> LedgerDecision {
+        try await database.writer.write { db in
+            guard let row = try Fulfilment.fetchOne(db, key: transactionID), row.productID == productID else {
+                return .refused(.unknownTransaction(transactionID))
+            }
+            var purchase = try Self.purchase(db, transactionID: row.transactionID, originalTransactionID: row.originalTransactionID)
+            let decision = try EntitlementRules.acknowledge(transactionID, purchase: &purchase, now: now)
+            try purchase.save(db)
+            return decision
+        }
+    }
+
+    public func reject(_ transactionID: String, digest: String?, reason: String, now: Date) async throws -> Fulfilment? {
+        try await database.writer.write { db in
+            guard var row = try Fulfilment.fetchOne(db, key: transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
+            guard EntitlementRules.reject(&row, digest: digest, reason: reason, now: now) else { return nil }
+            try row.update(db)
+            return row
+        }
+    }
+
+    public func noteError(_ transactionID: String, _ error: String, now: Date) async throws {
+        try await database.writer.write { db in
+            try db.execute(
+                sql: "UPDATE fulfilments SET last_error = ?, updated_at = ? WHERE transaction_id = ?", arguments: [error, now, transactionID])
+            guard db.changesCount == 1 else { throw LedgerError.unknownTransaction(transactionID) }
+        }
+    }
+
+    public func revoke(_ revoked: RevokedPurchase, cause: RevocationCause, reason: String, now: Date) async throws -> [Fulfilment] {
+        try await database.writer.write { db in
+            var purchase = try Self.purchase(db, transactionID: revoked.transactionID, originalTransactionID: revoked.originalTransactionID)
+            let changed = try EntitlementRules.revoke(revoked, cause: cause, reason: reason, purchase: &purchase, now: now)
+            try purchase.save(db)
+            return changed
+        }
+    }
+
+    public func reinstate(_ transactionID: String, reason: String, now: Date) async throws -> [Fulfilment] {
+        try await database.writer.write { db in
+            guard let row = try Fulfilment.fetchOne(db, key: transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
+            var purchase = try Self.purchase(db, transactionID: row.transactionID, originalTransactionID: row.originalTransactionID)
+            let changed = try EntitlementRules.lift(.operatorAction, reason: reason, purchase: &purchase, now: now)
+            try purchase.save(db)
+            return changed
+        }
+    }
+
+    public func reverseRefund(originalTransactionID: String, now: Date) async throws -> [Fulfilment] {
+        try await database.writer.write { db in
+            var purchase = try Self.purchase(db, transactionID: originalTransactionID, originalTransactionID: originalTransactionID)
+            let changed = try EntitlementRules.lift(.refund, reason: "refund reversed", purchase: &purchase, now: now)
+            try purchase.save(db)
+            return changed
+        }
+    }
+
+    public func recordDelivery(_ transactionID: String, report: DeliveryReport, fileSize: Int64) async throws {
+        try await database.writer.write { db in
+            guard var row = try Fulfilment.fetchOne(db, key: transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
+            let now = Date()
+            var attempt = DownloadAttempt(
+                id: nil, transactionID: transactionID, rangeStart: report.range?.lowerBound, rangeEnd: report.range?.upperBound,
+                bytes: report.bytesSent, outcome: report.complete ? .complete : .interrupted, at: now)
+            try attempt.insert(db)
+            // Coalesce the log: the newest attempts stay, the counters keep the totals.
+            try db.execute(
+                sql: """
+                    DELETE FROM download_attempts WHERE transaction_id = ? AND id NOT IN
+                      (SELECT id FROM download_attempts WHERE transaction_id = ? ORDER BY id DESC LIMIT ?)
+                    """,
+                arguments: [transactionID, transactionID, DownloadAttempt.keptPerTransaction])
+            EntitlementRules.recordDelivery(&row, report: report, fileSize: fileSize, now: now)
+            try row.update(db)
+        }
+    }
+
+    public func notificationSeen(_ uuid: String) async throws -> Bool {
+        try await database.writer.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM notifications WHERE notification_uuid = ?", arguments: [uuid]) ?? 0 > 0
+        }
+    }
+
+    public func recordNotification(_ notification: NotificationRecord, outcome: String, now: Date) async throws -> Bool {
+        try await database.writer.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (notification_uuid) DO NOTHING
+                    """,
+                arguments: [
+                    notification.uuid, notification.type, notification.subtype, notification.transactionID,
+                    notification.originalTransactionID, outcome, now,
+                ])
+            return db.changesCount == 1
+        }
+    }
+
+    // MARK: Rows
+
+    /// The transaction's row and every row of its purchase (restores), as the rules see them.
+    private static func purchase(_ db: Database, transactionID: String, originalTransactionID: String) throws -> PurchaseRows {
+        let rows = try Fulfilment.filter(
+            Fulfilment.Columns.originalTransactionID == originalTransactionID || Fulfilment.Columns.transactionID == transactionID
+                || Fulfilment.Columns.transactionID == originalTransactionID
+        ).fetchAll(db)
+        return PurchaseRows(rows: rows)
+    }
+}
+
+extension PurchaseRows {
+    /// Writes the rows the rules inserted or changed.
+    func save(_ db: Database) throws {
+        for row in inserted { try row.insert(db) }
+        for row in changed { try row.update(db) }
     }
 }

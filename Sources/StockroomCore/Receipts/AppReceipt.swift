@@ -25,14 +25,20 @@ public struct AppReceipt: Sendable, Equatable {
         public var purchaseDate: Date         // 1704
         public var originalTransactionID: String  // 1705
         public var cancellationDate: Date?    // 1712
+        /// A subscription's end (attribute 1708); nil for other products.
+        public var expiresDate: Date?         // 1708
 
-        public init(quantity: Int64, productID: String, transactionID: String, purchaseDate: Date, originalTransactionID: String, cancellationDate: Date?) {
+        public init(
+            quantity: Int64, productID: String, transactionID: String, purchaseDate: Date, originalTransactionID: String, cancellationDate: Date?,
+            expiresDate: Date? = nil
+        ) {
             self.quantity = quantity
             self.productID = productID
             self.transactionID = transactionID
             self.purchaseDate = purchaseDate
             self.originalTransactionID = originalTransactionID
             self.cancellationDate = cancellationDate
+            self.expiresDate = expiresDate
         }
     }
 
@@ -93,6 +99,7 @@ public struct AppReceipt: Sendable, Equatable {
                 DERWriter.attribute(1703, DERWriter.utf8(purchase.transactionID)),
                 DERWriter.attribute(1704, DERWriter.ia5(Self.format(purchase.purchaseDate))),
                 DERWriter.attribute(1705, DERWriter.utf8(purchase.originalTransactionID)),
+                DERWriter.attribute(1708, DERWriter.ia5(purchase.expiresDate.map(Self.format) ?? "")),
                 DERWriter.attribute(1712, DERWriter.ia5(purchase.cancellationDate.map(Self.format) ?? "")),
             ]
             parts.append(DERWriter.attribute(17, DERWriter.set(fields)))
@@ -132,6 +139,7 @@ public struct AppReceipt: Sendable, Equatable {
             case 1703: guard let text = string(value) else { return nil }; purchase.transactionID = text
             case 1704: guard let date = date(value) else { return nil }; purchase.purchaseDate = date
             case 1705: guard let text = string(value) else { return nil }; purchase.originalTransactionID = text
+            case 1708: purchase.expiresDate = date(value)  // empty for what is no subscription
             case 1712: purchase.cancellationDate = date(value)  // empty when not cancelled
             default: break
             }

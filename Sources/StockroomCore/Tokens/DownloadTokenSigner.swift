@@ -46,29 +46,73 @@ public struct DownloadTokenSigner: Sendable {
         Array("stockroom-download-v1\n\(transactionID)\n\(productID)\n\(expiry)".utf8)
     }
 
-    /// The signing key: `configured` (STOCKROOM_TOKEN_SECRET) when given, else the secret kept
-    /// in `file`, created once with 32 random bytes and mode 0600.
-    public static func loadKey(configured: String?, file: String) throws -> [UInt8] {
-        if let configured, !configured.isEmpty { return Array(configured.utf8) }
-        if let existing = FileManager.default.contents(atPath: file), let key = ByteEncoding.decodeBase64(String(decoding: existing, as: UTF8.self)), key.count >= 32 {
-            return key
+    /// The signing key: `configured` (STOCKROOM_TOKEN_SECRET, at least 32 bytes) when given, else
+    /// the secret kept in `file`, created once with 32 random bytes and mode 0600. A kept file
+    /// that group or others may read, or that holds no key, is refused rather than used.
+    public static func loadKey(configured: String?, file: String) throws(TokenSecretError) -> [UInt8] {
+        if let configured, !configured.isEmpty {
+            guard configured.utf8.count >= 32 else { throw .tooShort(bytes: configured.utf8.count) }
+            return Array(configured.utf8)
         }
+        if let key = try existingKey(file) { return key }
         let key = secureRandomBytes(count: 32)
-        let descriptor = open(file, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        let descriptor = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
+            let error = errno
             // Another process created it first: use theirs.
-            if errno == EEXIST, let existing = FileManager.default.contents(atPath: file),
-                let key = ByteEncoding.decodeBase64(String(decoding: existing, as: UTF8.self)), key.count >= 32
-            {
-                return key
-            }
-            throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: file])
+            if error == EEXIST, let key = try existingKey(file) { return key }
+            throw .cannotCreate(reason: String(cString: strerror(error)))
         }
+        defer { close(descriptor) }
+        // The umask can only take bits away from 0600; make it exactly that regardless.
+        fchmod(descriptor, 0o600)
         let text = Array((ByteEncoding.base64(key) + "\n").utf8)
         let written = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        fsync(descriptor)
-        close(descriptor)
-        guard written == text.count else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file]) }
+        guard written == text.count, fsync(descriptor) == 0 else { throw .cannotCreate(reason: String(cString: strerror(errno))) }
         return key
+    }
+
+    /// The key kept in `file`, nil when there is no file; refuses one readable beyond its owner.
+    private static func existingKey(_ file: String) throws(TokenSecretError) -> [UInt8]? {
+        var status = stat()
+        guard lstat(file, &status) == 0 else {
+            if errno == ENOENT { return nil }
+            throw .cannotRead(reason: String(cString: strerror(errno)))
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .notAFile }
+        let mode = status.st_mode & 0o777
+        guard mode & 0o077 == 0 else { throw .readableByOthers(mode: String(mode, radix: 8)) }
+        guard status.st_size <= 4096, let data = FileManager.default.contents(atPath: file) else { throw .malformed }
+        guard let key = ByteEncoding.decodeBase64(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+            key.count >= 32
+        else { throw .malformed }
+        return key
+    }
+}
+
+/// Why the download-token secret cannot be used.
+public enum TokenSecretError: Error, Equatable, CustomStringConvertible {
+    /// STOCKROOM_TOKEN_SECRET is shorter than 32 bytes.
+    case tooShort(bytes: Int)
+    /// The kept file may be read by group or others (a secret that may have leaked).
+    case readableByOthers(mode: String)
+    /// The kept path is a link, a folder or another non-file.
+    case notAFile
+    /// The kept file holds no base64 key of at least 32 bytes.
+    case malformed
+    /// The kept file exists but cannot be examined or read.
+    case cannotRead(reason: String)
+    /// There is no kept file and a new one cannot be written.
+    case cannotCreate(reason: String)
+
+    public var description: String {
+        switch self {
+        case .tooShort(let bytes): "STOCKROOM_TOKEN_SECRET must be at least 32 bytes; it has \(bytes)"
+        case .readableByOthers(let mode): "mode \(mode) lets others read it; chmod 600 it, or delete it to make a new one"
+        case .notAFile: "it is not a regular file"
+        case .malformed: "it holds no base64 key of at least 32 bytes; delete it to make a new one"
+        case .cannotRead(let reason): "it cannot be read: \(reason)"
+        case .cannotCreate(let reason): "it cannot be created: \(reason)"
+        }
     }
 }

@@ -52,21 +52,48 @@ public final class AppStoreServerAPIClient: Sendable {
     public let policy: RetryPolicy
     /// How long a token is valid; Apple allows at most 60 minutes.
     public static let tokenLifetime: Int64 = 20 * 60
+    /// How long a `.found` answer is reused; zero turns the cache off.
+    public let cacheInterval: Duration
     private let cachedToken = Mutex<(token: String, expires: Int64)?>(nil)
+    private let cache: VerdictCache<Lookup>
     private let logger: Logger
 
     public init(
         credentials: Credentials, endpoints: Endpoints, transport: any HTTPTransport, policy: RetryPolicy = .init(),
-        logger: Logger = Logger(label: "stockroom.server-api")
+        cacheInterval: Duration = .seconds(300), logger: Logger = Logger(label: "stockroom.server-api")
     ) {
         self.credentials = credentials
         self.endpoints = endpoints
         self.transport = transport
         self.policy = policy
+        self.cacheInterval = cacheInterval
+        self.cache = VerdictCache(interval: cacheInterval)
         self.logger = logger
     }
 
-    public func transaction(_ transactionID: String) async -> Lookup {
+    /// The API's answer about `transactionID`. With `.cachedAllowed` (downloads), a `.found`
+    /// answer younger than `cacheInterval` is reused, so a view from before a refund can stand
+    /// for that long: never let it clear a revocation seen elsewhere. `.upstreamOnly`
+    /// (operators) asks Apple now and refreshes the cache. `.notFound` and `.unavailable` are
+    /// never cached, and `.unavailable` stays distinct from both others.
+    public func transaction(_ transactionID: String, freshness: VerificationFreshness = .cachedAllowed) async -> Lookup {
+        guard Self.isTransactionID(transactionID) else { return .notFound }
+        if freshness == .cachedAllowed, let cached = cache.value(for: transactionID) { return cached }
+        let lookup = await lookUp(transactionID)
+        if case .found = lookup { cache.store(lookup, for: transactionID) }
+        return lookup
+    }
+
+    /// Apple's transaction IDs are digits; anything that is not a short URL-safe word is no ID.
+    static func isTransactionID(_ text: String) -> Bool {
+        (1...64).contains(text.utf8.count)
+            && text.utf8.allSatisfy { byte in
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            }
+    }
+
+    private func lookUp(_ transactionID: String) async -> Lookup {
         let clock = ContinuousClock()
         let deadline = clock.now + policy.totalBudget
         var environment = StoreEnvironment.production
@@ -99,7 +126,10 @@ public final class AppStoreServerAPIClient: Sendable {
                     return .unavailable(reason: "the App Store Server API refused the credentials (401)", retryAfter: policy.retryAfter)
                 case 429:
                     lastFailure = "rate limited (429)"
-                    if let seconds = response.headers["retry-after"].flatMap(Double.init) { wait = .milliseconds(Int64(seconds * 1000)) }
+                    // Honoured within the budget; a hostile or absurd value (1e30, NaN) cannot trap.
+                    if let seconds = response.headers["retry-after"].flatMap(Double.init), seconds.isFinite {
+                        wait = .milliseconds(Int64(exactly: (min(max(seconds, 0), 3600) * 1000).rounded()) ?? 0)
+                    }
                 case 500...599:
                     lastFailure = "HTTP \(response.status)"
                 default:

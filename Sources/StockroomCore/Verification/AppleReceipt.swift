@@ -4,13 +4,16 @@ import Foundation
 public struct AppleReceipt: Sendable, Equatable {
     public var environment: StoreEnvironment
     public var bundleID: String?
-    /// The purchases the receipt itself lists.
+    /// The purchases the receipt itself lists (for a transaction receipt: its one transaction).
     public var inApp: [ReceiptTransaction]
     /// Apple's current view of the app's purchases (may include later ones and refunds).
     public var latestReceiptInfo: [ReceiptTransaction]
+    /// Apple answered 21006: the receipt is genuine but its subscription has expired.
+    public var subscriptionExpired: Bool = false
 }
 
-/// One in-app purchase as verifyReceipt reports it.
+/// One in-app purchase as verifyReceipt reports it, from an app receipt's `in_app` /
+/// `latest_receipt_info` or from a transaction receipt's top-level `receipt`.
 ///
 /// See https://developer.apple.com/documentation/appstorereceipts/responsebody/receipt/in_app
 public struct ReceiptTransaction: Sendable, Equatable, Codable {
@@ -23,83 +26,128 @@ public struct ReceiptTransaction: Sendable, Equatable, Codable {
     /// Set when Apple refunded or revoked the purchase; milliseconds since 1970.
     public var cancellationDate: Int64?
     public var cancellationReason: String?
+    /// When a subscription ends; milliseconds since 1970 (`expires_date_ms`, or a transaction
+    /// receipt's `expires_date`, which is milliseconds in a string there).
+    public var expiresDate: Int64?
 
     public var isCancelled: Bool { cancellationDate != nil }
+
+    /// Whether a subscription has ended at `now`; purchases without expiry never do.
+    public func isExpired(at now: Date) -> Bool {
+        guard let expiresDate else { return false }
+        return expiresDate <= Milliseconds.of(now)
+    }
+
+    public init(
+        transactionID: String, originalTransactionID: String, productID: String, quantity: Int = 1, purchaseDate: Int64,
+        cancellationDate: Int64? = nil, cancellationReason: String? = nil, expiresDate: Int64? = nil
+    ) {
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.productID = productID
+        self.quantity = quantity
+        self.purchaseDate = purchaseDate
+        self.cancellationDate = cancellationDate
+        self.cancellationReason = cancellationReason
+        self.expiresDate = expiresDate
+    }
 
     enum CodingKeys: String, CodingKey {
         case transactionID = "transaction_id", originalTransactionID = "original_transaction_id"
         case productID = "product_id", quantity, purchaseDate = "purchase_date_ms"
         case cancellationDate = "cancellation_date_ms", cancellationReason = "cancellation_reason"
+        case expiresDate = "expires_date_ms"
+    }
+
+    /// Apple's names that are not `CodingKeys`: the legacy and formatted spellings.
+    private enum OtherKeys: String, CodingKey {
+        case expiresDate = "expires_date", cancellationDate = "cancellation_date"
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
+        let other = try decoder.container(keyedBy: OtherKeys.self)
         transactionID = try container.decodeLenientString(.transactionID)
         originalTransactionID = (try? container.decodeLenientString(.originalTransactionID)) ?? transactionID
         productID = try container.decode(String.self, forKey: .productID)
-        quantity = Int(try container.decodeLenientInteger(.quantity, default: 1))
-        purchaseDate = try container.decodeLenientInteger(.purchaseDate, default: 0)
-        cancellationDate = container.contains(.cancellationDate) ? try container.decodeLenientInteger(.cancellationDate, default: 0) : nil
+        let count = try container.decodeLenientInteger(.quantity, default: 1)
+        guard (0...1_000_000).contains(count) else {
+            throw DecodingError.dataCorruptedError(forKey: .quantity, in: container, debugDescription: "quantity out of range")
+        }
+        quantity = Int(count)
+        purchaseDate = try container.decodeMilliseconds(.purchaseDate) ?? 0
         cancellationReason = try? container.decodeLenientString(.cancellationReason)
+        cancellationDate = try container.decodeMilliseconds(.cancellationDate)
+        if cancellationDate == nil, let text = try? other.decode(String.self, forKey: .cancellationDate), !text.isEmpty {
+            // Present means cancelled, whatever its spelling: fail safe.
+            cancellationDate = Milliseconds.parse(text) ?? AppleDateText.milliseconds(text) ?? 0
+        }
+        expiresDate = try container.decodeMilliseconds(.expiresDate)
+        if expiresDate == nil, other.contains(.expiresDate) {
+            // Milliseconds in a transaction receipt's answer, a date string in an app receipt's.
+            if let text = try? other.decode(String.self, forKey: .expiresDate) {
+                guard let milliseconds = Milliseconds.parse(text) ?? AppleDateText.milliseconds(text) else {
+                    throw DecodingError.dataCorruptedError(forKey: .expiresDate, in: other, debugDescription: "expires_date is not a date")
+                }
+                expiresDate = milliseconds
+            } else {
+                expiresDate = try other.decodeMilliseconds(.expiresDate)
+            }
+        }
     }
 }
 
 /// verifyReceipt's response body, read leniently: numbers as strings or numbers, unknown
-/// fields ignored, `is-retryable` or `is_retryable`.
+/// fields ignored, `is-retryable` or `is_retryable`; both shapes of `receipt` (an app
+/// receipt's `bundle_id` + `in_app`, a transaction receipt's `bid` + its one transaction) and of
+/// `latest_receipt_info` / `latest_expired_receipt_info` (an array, or one object).
 struct VerifyReceiptResponse: Decodable {
     var status: Int
     var environment: StoreEnvironment?
     var isRetryable: Bool
     var receipt: Receipt?
     var latestReceiptInfo: [ReceiptTransaction]?
+    var latestExpiredReceiptInfo: [ReceiptTransaction]?
 
     struct Receipt: Decodable {
         var bundleID: String?
         var inApp: [ReceiptTransaction]?
 
         enum CodingKeys: String, CodingKey {
-            case bundleID = "bundle_id", inApp = "in_app"
+            case bundleID = "bundle_id", bid, inApp = "in_app", transactionID = "transaction_id"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            bundleID = (try? container.decode(String.self, forKey: .bundleID)) ?? (try? container.decode(String.self, forKey: .bid))
+            if container.contains(.inApp) {
+                inApp = try container.decode([ReceiptTransaction].self, forKey: .inApp)
+            } else if container.contains(.transactionID) {
+                inApp = [try ReceiptTransaction(from: decoder)]  // a transaction receipt: the receipt is the transaction
+            }
         }
     }
 
     enum CodingKeys: String, CodingKey {
         case status, environment, receipt, latestReceiptInfo = "latest_receipt_info"
+        case latestExpiredReceiptInfo = "latest_expired_receipt_info"
         case isRetryableHyphen = "is-retryable", isRetryableUnderscore = "is_retryable"
     }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        status = Int(try container.decodeLenientInteger(.status, default: -1))
+        let code = try container.decodeLenientInteger(.status, default: -1)
+        status = (-1...99_999).contains(code) ? Int(code) : -1
         environment = (try? container.decode(String.self, forKey: .environment)).flatMap(StoreEnvironment.init(rawValue:))
         isRetryable = container.decodeLenientBool(.isRetryableHyphen) || container.decodeLenientBool(.isRetryableUnderscore)
         receipt = try? container.decodeIfPresent(Receipt.self, forKey: .receipt)
-        latestReceiptInfo = try? container.decodeIfPresent([ReceiptTransaction].self, forKey: .latestReceiptInfo)
-    }
-}
-
-extension KeyedDecodingContainer {
-    /// An integer sent as a JSON number or a string of digits.
-    func decodeLenientInteger(_ key: Key, default fallback: Int64) throws -> Int64 {
-        guard contains(key), (try? decodeNil(forKey: key)) == false else { return fallback }
-        if let number = try? decode(Int64.self, forKey: key) { return number }
-        let text = try decode(String.self, forKey: key)
-        guard let number = Int64(text.trimmingCharacters(in: .whitespaces)) else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "\"\(text)\" is not an integer")
-        }
-        return number
+        latestReceiptInfo = Self.transactions(container, .latestReceiptInfo)
+        latestExpiredReceiptInfo = Self.transactions(container, .latestExpiredReceiptInfo)
     }
 
-    /// A string, or a number written as one.
-    func decodeLenientString(_ key: Key) throws -> String {
-        if let text = try? decode(String.self, forKey: key) { return text }
-        return String(try decode(Int64.self, forKey: key))
-    }
-
-    /// true, "true", 1 or "1"; anything else (or absent) is false.
-    func decodeLenientBool(_ key: Key) -> Bool {
-        if let flag = try? decode(Bool.self, forKey: key) { return flag }
-        if let number = try? decode(Int.self, forKey: key) { return number != 0 }
-        if let text = try? decode(String.self, forKey: key) { return text == "true" || text == "1" }
-        return false
+    /// An array of transactions, or one transaction object; nil when absent or unreadable.
+    private static func transactions(_ container: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) -> [ReceiptTransaction]? {
+        if let list = try? container.decodeIfPresent([ReceiptTransaction].self, forKey: key) { return list }
+        return (try? container.decodeIfPresent(ReceiptTransaction.self, forKey: key)).map { [$0] }
     }
 }

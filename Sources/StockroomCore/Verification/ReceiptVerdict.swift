@@ -18,9 +18,9 @@ public struct VerifiedReceipt: Sendable, Equatable {
     public var transactions: [ReceiptTransaction]
 }
 
-/// Why a receipt was refused. Each has a stable `code` the download API returns.
+/// Why a receipt was refused. Each has a stable `code` the download API returns (with 403).
 public enum RejectionReason: Sendable, Equatable, CustomStringConvertible {
-    /// 21002 (twice): the data is not a receipt.
+    /// Not a receipt: refused locally before any upstream call, or 21002 twice from Apple.
     case malformedReceipt
     /// 21003: Apple could not authenticate the receipt.
     case notAuthentic
@@ -38,6 +38,8 @@ public enum RejectionReason: Sendable, Equatable, CustomStringConvertible {
     case productMismatch(transactionID: String, productID: String)
     /// Refunded or revoked (`cancellation_date` set).
     case revoked(ReceiptTransaction)
+    /// A subscription whose expiry has passed (or Apple's 21006); HTTP 403 at the edge.
+    case expired(ReceiptTransaction)
     /// Another verifyReceipt status that means no.
     case upstreamStatus(Int)
 
@@ -52,13 +54,14 @@ public enum RejectionReason: Sendable, Equatable, CustomStringConvertible {
         case .transactionNotInReceipt: "transaction_not_in_receipt"
         case .productMismatch: "product_mismatch"
         case .revoked: "revoked"
+        case .expired: "subscription_expired"
         case .upstreamStatus: "receipt_rejected"
         }
     }
 
     public var description: String {
         switch self {
-        case .malformedReceipt: "the App Store says the receipt data is malformed (21002)"
+        case .malformedReceipt: "the data is not an app receipt or a transaction receipt (refused locally, or 21002 from the App Store)"
         case .notAuthentic: "the App Store could not authenticate the receipt (21003)"
         case .environmentMismatch: "neither the production nor the sandbox App Store accepts the receipt (21007/21008)"
         case .bundleMismatch(let expected, let actual): "the receipt is for bundle \(actual ?? "(none)"), not \(expected)"
@@ -67,6 +70,7 @@ public enum RejectionReason: Sendable, Equatable, CustomStringConvertible {
         case .transactionNotInReceipt(let id): "the receipt has no transaction \(id)"
         case .productMismatch(let id, let product): "transaction \(id) is not a purchase of \(product)"
         case .revoked(let transaction): "transaction \(transaction.transactionID) was refunded or revoked"
+        case .expired(let transaction): "the subscription of transaction \(transaction.transactionID) has expired"
         case .upstreamStatus(let status): "the App Store refused the receipt with status \(status)"
         }
     }

@@ -1,14 +1,24 @@
-import Synchronization
+import Foundation
 
 /// Verifies an app receipt for a request: the seam between the download API and Apple.
 public protocol ReceiptVerifier: Sendable {
     /// The verdict on `request`; `freshness` says whether a recently cached answer will do.
     func verify(_ request: VerificationRequest, freshness: VerificationFreshness) async -> ReceiptVerdict
+
+    /// The verdict on a receipt already normalised and classified locally (`ReceiptProof.parse`).
+    func verify(_ proof: ReceiptProof, productID: String?, transactionID: String?, freshness: VerificationFreshness) async -> ReceiptVerdict
+}
+
+extension ReceiptVerifier {
+    /// Verifiers that only know raw requests get the proof's canonical text.
+    public func verify(_ proof: ReceiptProof, productID: String?, transactionID: String?, freshness: VerificationFreshness) async -> ReceiptVerdict {
+        await verify(VerificationRequest(receiptData: proof.text, productID: productID, transactionID: transactionID), freshness: freshness)
+    }
 }
 
 /// A receipt and what the caller wants it to prove.
 public struct VerificationRequest: Sendable, Hashable {
-    /// Base64 app receipt.
+    /// Base64 app receipt or transaction receipt, as the client sent it.
     public var receiptData: String
     /// The product the caller wants; nil checks only that the receipt is valid for the app.
     public var productID: String?
@@ -30,36 +40,49 @@ public enum VerificationFreshness: Sendable {
     case upstreamOnly
 }
 
-/// The production `ReceiptVerifier`: verifyReceipt with single flight and a short cache, then
-/// Stockroom's checks (bundle, product, transaction, cancellation).
+
+/// The production `ReceiptVerifier`: local refusal of what is no receipt, then verifyReceipt
+/// with single flight and a short cache keyed by the normalised receipt's digest, then
+/// Stockroom's checks (bundle, product, transaction, cancellation, expiry).
 public final class AppStoreReceiptVerifier: ReceiptVerifier {
     public let client: VerifyReceiptClient
     public let bundleID: String
     /// How long a valid upstream answer is reused; zero turns the cache off.
     public let cacheInterval: Duration
+    /// The current time, for expiry; injectable for tests.
+    public let now: @Sendable () -> Date
     private let flights = SingleFlight<VerifyReceiptClient.Outcome>()
-    private let cache = Mutex<[String: (receipt: AppleReceipt, expires: ContinuousClock.Instant)]>([:])
-    private static let cacheCapacity = 10_000
+    private let cache: VerdictCache<AppleReceipt>
 
-    public init(client: VerifyReceiptClient, bundleID: String, cacheInterval: Duration = .seconds(300)) {
+    public init(client: VerifyReceiptClient, bundleID: String, cacheInterval: Duration = .seconds(300), now: @escaping @Sendable () -> Date = { Date() }) {
         self.client = client
         self.bundleID = bundleID
         self.cacheInterval = cacheInterval
+        self.now = now
+        self.cache = VerdictCache(interval: cacheInterval)
     }
 
+    /// Parses the receipt first: what is not a receipt is `.invalid(.malformedReceipt)` with no upstream call.
     public func verify(_ request: VerificationRequest, freshness: VerificationFreshness = .cachedAllowed) async -> ReceiptVerdict {
-        // The receipt's digest, not the receipt, keys the cache: it is shorter and is no secret.
-        let key = ByteEncoding.hex(SHA256.hash(Array(request.receiptData.utf8)))
-        if freshness == .cachedAllowed, let receipt = cached(key) {
-            return Self.check(receipt, request, bundleID: bundleID)
+        guard let proof = ReceiptProof.parse(request.receiptData) else { return .invalid(.malformedReceipt) }
+        return await verify(proof, productID: request.productID, transactionID: request.transactionID, freshness: freshness)
+    }
+
+    /// Verifies a parsed proof: its digest keys the cache and single flight, its canonical text goes upstream.
+    public func verify(
+        _ proof: ReceiptProof, productID: String?, transactionID: String?, freshness: VerificationFreshness = .cachedAllowed
+    ) async -> ReceiptVerdict {
+        let claim = Claim(productID: productID, transactionID: transactionID)
+        if freshness == .cachedAllowed, let receipt = cache.value(for: proof.digest) {
+            return Self.check(receipt, claim, bundleID: bundleID, now: now())
         }
         let client = self.client
-        let receiptData = request.receiptData
-        let outcome = await flights.run(key) { await client.verify(receiptData: receiptData) }
+        let text = proof.text
+        let outcome = await flights.run(proof.digest) { await client.verify(receiptData: text) }
         switch outcome {
         case .receipt(let receipt):
-            store(receipt, key: key)
-            return Self.check(receipt, request, bundleID: bundleID)
+            cache.store(receipt, for: proof.digest)
+            return Self.check(receipt, claim, bundleID: bundleID, now: now())
         case .rejected(let reason):
             return .invalid(reason)
         case .unavailable(let reason, let retryAfter):
@@ -67,8 +90,18 @@ public final class AppStoreReceiptVerifier: ReceiptVerifier {
         }
     }
 
+    /// What a request asks the receipt to prove.
+    struct Claim {
+        var productID: String?
+        var transactionID: String?
+    }
+
     /// Stockroom's checks on a receipt Apple accepted.
-    static func check(_ receipt: AppleReceipt, _ request: VerificationRequest, bundleID: String) -> ReceiptVerdict {
+    static func check(_ receipt: AppleReceipt, _ request: VerificationRequest, bundleID: String, now: Date = Date()) -> ReceiptVerdict {
+        check(receipt, Claim(productID: request.productID, transactionID: request.transactionID), bundleID: bundleID, now: now)
+    }
+
+    static func check(_ receipt: AppleReceipt, _ claim: Claim, bundleID: String, now: Date) -> ReceiptVerdict {
         guard receipt.bundleID == bundleID else { return .invalid(.bundleMismatch(expected: bundleID, actual: receipt.bundleID)) }
         guard !receipt.inApp.isEmpty else { return .invalid(.emptyReceipt) }
         // Apple's latest view first: it carries refunds made after the receipt was issued.
@@ -76,44 +109,27 @@ public final class AppStoreReceiptVerifier: ReceiptVerifier {
         let transactions = (receipt.latestReceiptInfo + receipt.inApp).filter { seen.insert($0.transactionID).inserted }
 
         var chosen: ReceiptTransaction?
-        if let transactionID = request.transactionID {
+        if let transactionID = claim.transactionID {
             guard let match = transactions.first(where: { $0.transactionID == transactionID }) else {
                 return .invalid(.transactionNotInReceipt(transactionID))
             }
-            if let productID = request.productID, match.productID != productID {
+            if let productID = claim.productID, match.productID != productID {
                 return .invalid(.productMismatch(transactionID: transactionID, productID: productID))
             }
             chosen = match
-        } else if let productID = request.productID {
+        } else if let productID = claim.productID {
             let purchases = transactions.filter { $0.productID == productID }.sorted { $0.purchaseDate > $1.purchaseDate }
             guard !purchases.isEmpty else { return .invalid(.productNotInReceipt(productID)) }
-            chosen = purchases.first { !$0.isCancelled } ?? purchases[0]
+            // A current purchase if there is one: a renewal, not the lapsed period before it.
+            chosen = purchases.first { !$0.isCancelled && !$0.isExpired(at: now) } ?? purchases.first { !$0.isCancelled } ?? purchases[0]
         }
         if let chosen, chosen.isCancelled { return .invalid(.revoked(chosen)) }
+        if let chosen, chosen.isExpired(at: now) { return .invalid(.expired(chosen)) }
+        if receipt.subscriptionExpired {
+            // 21006: Apple says the subscription has ended, whatever our clock says.
+            let expired = chosen ?? transactions.max { ($0.expiresDate ?? 0) < ($1.expiresDate ?? 0) } ?? transactions[0]
+            return .invalid(.expired(expired))
+        }
         return .valid(VerifiedReceipt(environment: receipt.environment, bundleID: bundleID, transaction: chosen, transactions: transactions))
-    }
-
-    private func cached(_ key: String) -> AppleReceipt? {
-        cache.withLock { entries in
-            guard let entry = entries[key] else { return nil }
-            guard entry.expires > .now else {
-                entries[key] = nil
-                return nil
-            }
-            return entry.receipt
-        }
-    }
-
-    private func store(_ receipt: AppleReceipt, key: String) {
-        guard cacheInterval > .zero else { return }
-        let expires = ContinuousClock.now + cacheInterval
-        cache.withLock { entries in
-            if entries.count >= Self.cacheCapacity {
-                let now = ContinuousClock.now
-                entries = entries.filter { $0.value.expires > now }
-                if entries.count >= Self.cacheCapacity { entries.removeAll() }
-            }
-            entries[key] = (receipt, expires)
-        }
     }
 }

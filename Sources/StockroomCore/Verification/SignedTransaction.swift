@@ -13,18 +13,28 @@ public struct SignedTransaction: Sendable, Equatable, Decodable {
     public var type: String?
     public var environment: String
     public var revocationDate: Int64?
+    /// 0: refunded for another reason, 1: for an issue in the app.
     public var revocationReason: Int?
     public var appAccountToken: String?
     public var signedDate: Int64
+    /// When an auto-renewable or non-renewing subscription ends; milliseconds since 1970.
+    public var expiresDate: Int64?
 
     enum CodingKeys: String, CodingKey {
         case transactionId, originalTransactionId, productId, bundleId, purchaseDate, type, environment
-        case revocationDate, revocationReason, appAccountToken, signedDate
+        case revocationDate, revocationReason, appAccountToken, signedDate, expiresDate
     }
 
+    /// Every millisecond field is converted with checks: a non-finite, fractional-overflowing or
+    /// out-of-range number (`1e30`) is a decoding error, never a trap.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        func milliseconds(_ key: CodingKeys) throws -> Int64 { Int64(try container.decode(Double.self, forKey: key)) }
+        func milliseconds(_ key: CodingKeys) throws -> Int64 {
+            guard let value = try container.decodeMilliseconds(key) else {
+                throw DecodingError.valueNotFound(Int64.self, .init(codingPath: [key], debugDescription: "\(key.stringValue) is required"))
+            }
+            return value
+        }
         transactionId = try container.decodeLenientString(.transactionId)
         originalTransactionId = (try? container.decodeLenientString(.originalTransactionId)) ?? transactionId
         productId = try container.decode(String.self, forKey: .productId)
@@ -32,10 +42,22 @@ public struct SignedTransaction: Sendable, Equatable, Decodable {
         purchaseDate = try milliseconds(.purchaseDate)
         type = try container.decodeIfPresent(String.self, forKey: .type)
         environment = try container.decode(String.self, forKey: .environment)
-        revocationDate = container.contains(.revocationDate) ? try milliseconds(.revocationDate) : nil
-        revocationReason = try container.decodeIfPresent(Int.self, forKey: .revocationReason)
+        revocationDate = try container.decodeMilliseconds(.revocationDate)
+        if let reason = try container.decodeIfPresent(Double.self, forKey: .revocationReason) {
+            guard reason.isFinite, (0...1_000).contains(reason), let whole = Int(exactly: reason) else {
+                throw DecodingError.dataCorruptedError(forKey: .revocationReason, in: container, debugDescription: "revocationReason out of range")
+            }
+            revocationReason = whole
+        }
         appAccountToken = try container.decodeIfPresent(String.self, forKey: .appAccountToken)
         signedDate = try milliseconds(.signedDate)
+        expiresDate = try container.decodeMilliseconds(.expiresDate)
+    }
+
+    /// Whether a subscription has ended at `now`; purchases without expiry never do.
+    public func isExpired(at now: Date) -> Bool {
+        guard let expiresDate else { return false }
+        return expiresDate <= Milliseconds.of(now)
     }
 
     public var isRevoked: Bool { revocationDate != nil }
@@ -54,6 +76,8 @@ public struct SignedTransactionVerifier: Sendable {
         self.environment = environment
     }
 
+    /// The transaction a JWS carries once its signature, chain, bundle and environment check
+    /// out; a payload whose numbers do not fit is `.malformed`, never a trap.
     public func verify(_ signedTransaction: String) -> Result<SignedTransaction, JWSFailure> {
         let payload: [UInt8]
         switch jws.verify(signedTransaction) {

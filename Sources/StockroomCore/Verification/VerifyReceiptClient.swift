@@ -32,7 +32,8 @@ public struct VerifyReceiptClient: Sendable {
         case unavailable(reason: String, retryAfter: Duration)
     }
 
-    /// Asks Apple about `receiptData` (base64). Never throws: a fault is `.unavailable`.
+    /// Asks Apple about `receiptData` (base64: an app receipt or a transaction receipt). Never
+    /// throws: a fault is `.unavailable`; 21006 is a receipt marked `subscriptionExpired`.
     public func verify(receiptData: String) async -> Outcome {
         let clock = ContinuousClock()
         let deadline = clock.now + policy.totalBudget
@@ -53,8 +54,17 @@ public struct VerifyReceiptClient: Sendable {
                 lastFailure = failure
             case .answer(let response):
                 switch response.status {
-                case 0, 21006:  // 21006: valid, with an expired subscription
+                case 0:
                     return interpret(response, calledAt: environment)
+                case 21006:
+                    // Genuine, but the subscription has expired: never valid. With the receipt
+                    // in the answer the verifier names the expired transaction.
+                    guard response.receipt != nil || response.latestExpiredReceiptInfo != nil else {
+                        return .rejected(.upstreamStatus(21006))
+                    }
+                    var receipt = Self.receipt(from: response, calledAt: environment)
+                    receipt.subscriptionExpired = true
+                    return .receipt(receipt)
                 case 21007 where environment == .production && !switchedEnvironment,
                     21008 where environment == .sandbox && !switchedEnvironment:
                     environment = environment == .production ? .sandbox : .production
@@ -129,12 +139,16 @@ public struct VerifyReceiptClient: Sendable {
     }
 
     private func interpret(_ response: VerifyReceiptResponse, calledAt environment: StoreEnvironment) -> Outcome {
-        .receipt(
-            AppleReceipt(
-                environment: response.environment ?? environment,
-                bundleID: response.receipt?.bundleID,
-                inApp: response.receipt?.inApp ?? [],
-                latestReceiptInfo: response.latestReceiptInfo ?? []))
+        .receipt(Self.receipt(from: response, calledAt: environment))
+    }
+
+    /// Both answer shapes in one `AppleReceipt`: Apple's latest view first (expired ones last).
+    static func receipt(from response: VerifyReceiptResponse, calledAt environment: StoreEnvironment) -> AppleReceipt {
+        AppleReceipt(
+            environment: response.environment ?? environment,
+            bundleID: response.receipt?.bundleID,
+            inApp: response.receipt?.inApp ?? [],
+            latestReceiptInfo: (response.latestReceiptInfo ?? []) + (response.latestExpiredReceiptInfo ?? []))
     }
 
     private func requestBody(_ receiptData: String) -> [UInt8] {

@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import StockroomCore
+import StockroomHTTP
 
 /// Renders every error in the API's JSON shape: ours render themselves; Hummingbird's
 /// (unknown route, body too large, bad request) get a code from their status; anything else

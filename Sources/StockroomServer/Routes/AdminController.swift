@@ -1,13 +1,16 @@
 import Foundation
 import Hummingbird
 import StockroomCore
+import StockroomHTTP
+import StockroomEntitlement
 
-/// `/v1/admin`: the operator's actions over HTTP (list, show, re-fulfil, revoke), behind a
-/// bearer token compared in constant time. Not mounted at all when no token is configured.
+/// `/v1/admin`: the operator's actions over HTTP (list, show, re-fulfil, revoke, reinstate),
+/// behind a bearer token compared in constant time. Not mounted at all when no token is configured.
 struct AdminController<Context: RequestContext> {
-    let ledger: any Ledger
-    let refulfilment: Refulfilment
+    let entitlements: Entitlements
     let token: String
+
+    private var ledger: any Ledger { entitlements.ledger }
 
     func addRoutes(to group: RouterGroup<Context>) {
         let admin = group.group("admin").add(middleware: AdminAuthentication(token: token))
@@ -15,6 +18,9 @@ struct AdminController<Context: RequestContext> {
         admin.get("fulfilments/:transactionId", use: show)
         admin.post("fulfilments/:transactionId/refulfil", use: refulfil)
         admin.post("fulfilments/:transactionId/revoke", use: revoke)
+        admin.post("fulfilments/:transactionId/reinstate", use: reinstate)
+        admin.get("pending-proofs", use: pending)
+        admin.post("pending-proofs/refulfil", use: refulfilPending)
     }
 
     @Sendable func list(_ request: Request, context: Context) async throws -> Response {
@@ -37,7 +43,7 @@ struct AdminController<Context: RequestContext> {
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {
         let id = try Self.transactionID(context)
-        guard let row = try await ledger.fulfilment(id) else { throw DownloadError.unknownTransaction(id) }
+        guard let row = try await ledger.fulfilment(id) else { throw DownloadError.refused(.unknownTransaction(id)) }
         return Self.json(FulfilmentView.object(row, attempts: try await ledger.attempts(of: id)))
     }
 
@@ -45,24 +51,61 @@ struct AdminController<Context: RequestContext> {
         let id = try Self.transactionID(context)
         let dryRun = request.uri.queryParameters.get("dryRun") == "true"
         do {
-            return Self.json(FulfilmentView.object(try await refulfilment.refulfil(id, dryRun: dryRun)))
+            return Self.json(try await entitlements.refulfil(id, dryRun: dryRun).jsonObject)
         } catch LedgerError.unknownTransaction {
-            throw DownloadError.unknownTransaction(id)
+            throw DownloadError.refused(.unknownTransaction(id))
         }
     }
 
     @Sendable func revoke(_ request: Request, context: Context) async throws -> Response {
         let id = try Self.transactionID(context)
-        let body = try await request.body.collect(upTo: context.maxUploadSize)
-        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
-            let reason = object["reason"] as? String, !reason.isEmpty
-        else { throw AdminError.badRequest("the body must be {\"reason\": \"…\"}") }
+        let reason = try await Self.reason(request, context: context)
         do {
-            let changed = try await refulfilment.revoke(id, reason: reason)
+            let changed = try await entitlements.revoke(id, reason: reason)
             return Self.json(["revoked": changed.map(\.transactionID)])
         } catch LedgerError.unknownTransaction {
-            throw DownloadError.unknownTransaction(id)
+            throw DownloadError.refused(.unknownTransaction(id))
         }
+    }
+
+    /// Lifts an operator's revocation; a refund's stays.
+    @Sendable func reinstate(_ request: Request, context: Context) async throws -> Response {
+        let id = try Self.transactionID(context)
+        let reason = try await Self.reason(request, context: context)
+        do {
+            let lifted = try await entitlements.reinstate(id, reason: reason)
+            let row = try await ledger.fulfilment(id)
+            return Self.json(["reinstated": lifted.map(\.transactionID), "state": row?.state.rawValue ?? "unknown"])
+        } catch LedgerError.unknownTransaction {
+            throw DownloadError.refused(.unknownTransaction(id))
+        }
+    }
+
+    /// Proofs kept while the App Store was unreachable (`?status=pending|rejected`).
+    @Sendable func pending(_ request: Request, context: Context) async throws -> Response {
+        var status: PendingProof.Status?
+        if let text = request.uri.queryParameters.get("status") {
+            guard let parsed = PendingProof.Status(rawValue: text) else { throw AdminError.badRequest("unknown status \"\(text)\"") }
+            status = parsed
+        }
+        let proofs = try await ledger.pendingProofs(status: status, limit: 10_000)
+        return Self.json(["pendingProofs": proofs.map(FulfilmentView.object)])
+    }
+
+    /// Re-verifies every kept pending proof (`stockroom refulfil --pending`).
+    @Sendable func refulfilPending(_ request: Request, context: Context) async throws -> Response {
+        let dryRun = request.uri.queryParameters.get("dryRun") == "true"
+        let outcomes = try await entitlements.refulfilPending(dryRun: dryRun)
+        return Self.json(["dryRun": dryRun, "results": outcomes.map(\.jsonObject)] as [String: Any])
+    }
+
+    /// The `{"reason": "…"}` body of revoke and reinstate.
+    private static func reason(_ request: Request, context: Context) async throws -> String {
+        let body = try await request.body.collect(upTo: context.maxUploadSize)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
+            let reason = object["reason"] as? String, !reason.trimmingCharacters(in: .whitespaces).isEmpty
+        else { throw AdminError.badRequest("the body must be {\"reason\": \"…\"}") }
+        return reason
     }
 
     private static func transactionID(_ context: Context) throws -> String {

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import StockroomCore
+import StockroomHTTP
 
 /// `GET /v1/catalog` and `GET /v1/catalog/{productId}`: the catalogue sync endpoints.
 ///

@@ -1,84 +1,91 @@
 import Hummingbird
 import StockroomCore
+import StockroomHTTP
 
 /// Errors of the download routes, each with its status and stable code (DESIGN.md).
 enum DownloadError: APIError {
     case badRequest(String)
-    case signedTransactionRejected(JWSFailure)
-    case transactionClaimed(String)
     case unknownProduct(String)
-    case unknownTransaction(String)
-    case receiptRejected(RejectionReason)
-    case revoked(String)
+    /// The entitlement component said no.
+    case refused(Refusal)
     case upstreamUnavailable(retryAfter: Duration)
-    case tokenMissing
-    case tokenInvalid
-    case tokenExpired
-    case notVerified(FulfilmentState)
-    case notDelivered(FulfilmentState)
+    /// This client reached the App Store too often.
+    case rateLimited(retryAfter: Duration)
+    /// Too many downloads at once, in all or for this transaction.
+    case busy(retryAfter: Duration)
 
     var status: HTTPResponse.Status {
         switch self {
         case .badRequest: .badRequest
-        case .signedTransactionRejected: .forbidden
-        case .transactionClaimed: .conflict
-        case .unknownProduct, .unknownTransaction: .notFound
-        case .receiptRejected, .revoked, .tokenInvalid, .notVerified: .forbidden
+        case .unknownProduct: .notFound
+        case .refused(let refusal): Self.status(of: refusal)
         case .upstreamUnavailable: .serviceUnavailable
+        case .rateLimited, .busy: .tooManyRequests
+        }
+    }
+
+    static func status(of refusal: Refusal) -> HTTPResponse.Status {
+        switch refusal {
+        case .rejected, .signedTransactionRejected, .revoked, .expired, .sandboxNotAllowed, .notEntitled, .tokenInvalid: .forbidden
+        case .claimed, .notDelivered: .conflict
+        case .unknownTransaction: .notFound
         case .tokenMissing, .tokenExpired: .unauthorized
-        case .notDelivered: .conflict
         }
     }
 
     var code: String {
         switch self {
         case .badRequest: "bad_request"
-        case .signedTransactionRejected(let failure): failure.code
-        case .transactionClaimed: "transaction_claimed"
         case .unknownProduct: "unknown_product"
-        case .unknownTransaction: "unknown_transaction"
-        case .receiptRejected(let reason): reason.code
-        case .revoked: "revoked"
+        case .refused(let refusal): refusal.code
         case .upstreamUnavailable: "upstream_unavailable"
-        case .tokenMissing: "token_missing"
-        case .tokenInvalid: "token_invalid"
-        case .tokenExpired: "token_expired"
-        case .notVerified: "transaction_not_verified"
-        case .notDelivered: "not_delivered"
+        case .rateLimited: "rate_limited"
+        case .busy: "too_many_downloads"
         }
     }
 
     var message: String {
         switch self {
         case .badRequest(let detail): detail
-        case .signedTransactionRejected(let failure): "The signed transaction was rejected: \(failure)."
-        case .transactionClaimed(let id): "Transaction \(id) belongs to another app account."
         case .unknownProduct(let id): "No product \"\(id)\" in the catalogue."
-        case .unknownTransaction(let id): "No transaction \(id) in the ledger."
-        case .receiptRejected(let reason): "The receipt was rejected: \(reason)."
-        case .revoked(let id): "Transaction \(id) was refunded or revoked."
+        case .refused(let refusal): refusal.description
         case .upstreamUnavailable: "The App Store could not be reached; the receipt is kept. Retry later."
-        case .tokenMissing: "Send the download token from X-Download-Token as \"Authorization: Bearer <token>\"."
-        case .tokenInvalid: "The download token is not valid for this transaction."
-        case .tokenExpired: "The download token has expired; POST /v1/downloads again with the receipt."
-        case .notVerified(let state): "The transaction is \(state.rawValue), not verified."
-        case .notDelivered(let state): "The transaction is \(state.rawValue): the whole file has not been sent yet."
+        case .rateLimited: "Too many requests that reach the App Store from this address. Retry later."
+        case .busy: "Too many downloads at once. Retry later."
         }
     }
 
     var details: [String: String] {
         switch self {
-        case .receiptRejected, .signedTransactionRejected: ["kind": "receipt_rejected"]
-        case .upstreamUnavailable(let retryAfter): ["retryAfter": String(retryAfter.components.seconds)]
+        case .refused(.rejected), .refused(.signedTransactionRejected): ["kind": "receipt_rejected"]
+        case .upstreamUnavailable(let retryAfter), .rateLimited(let retryAfter), .busy(let retryAfter):
+            ["retryAfter": String(Self.seconds(retryAfter))]
         default: [:]
         }
     }
 
     var headers: HTTPFields {
         switch self {
-        case .upstreamUnavailable(let retryAfter): [.retryAfter: String(retryAfter.components.seconds)]
-        case .tokenMissing, .tokenExpired: [.wwwAuthenticate: "Bearer"]
+        case .upstreamUnavailable(let retryAfter), .rateLimited(let retryAfter), .busy(let retryAfter):
+            [.retryAfter: String(Self.seconds(retryAfter))]
+        case .refused(.tokenMissing), .refused(.tokenExpired): [.wwwAuthenticate: "Bearer"]
         default: [:]
+        }
+    }
+
+    /// Whole seconds, at least one: `Retry-After: 0` would invite a retry storm.
+    private static func seconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return max(1, seconds + (attoseconds > 0 ? 1 : 0))
+    }
+}
+
+extension Result where Failure == Refusal {
+    /// The value, or the refusal as the download routes' error.
+    func orRefuse() throws(DownloadError) -> Success {
+        switch self {
+        case .success(let value): value
+        case .failure(let refusal): throw .refused(refusal)
         }
     }
 }

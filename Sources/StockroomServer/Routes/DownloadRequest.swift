@@ -1,27 +1,14 @@
 import Foundation
 import StockroomCore
+import StockroomEntitlement
 
 /// The body of `POST /v1/downloads`, validated: every refusal is a 400 with what is wrong.
 struct DownloadRequest: Sendable {
     var productID: String
     var transactionID: String?
-    var proof: Proof
+    var proof: ClaimProof
     /// The app's account for this purchase (StoreKit 2's `appAccountToken`), when it sends one.
     var appAccountToken: String?
-
-    /// What proves the purchase.
-    enum Proof: Sendable {
-        /// A base64 app receipt, verified with verifyReceipt.
-        case receipt(String)
-        /// A StoreKit 2 JWS, verified locally.
-        case signedTransaction(String)
-    }
-
-    var proofText: String {
-        switch proof {
-        case .receipt(let text), .signedTransaction(let text): text
-        }
-    }
 
     private struct Body: Decodable {
         var productId: String?

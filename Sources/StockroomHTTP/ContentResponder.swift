@@ -1,3 +1,4 @@
+import StockroomCore
 public import HTTPTypes
 public import Hummingbird
 import Synchronization
@@ -71,14 +72,6 @@ public struct ContentResponder<Store: ContentStore>: Sendable {
     }
 }
 
-/// What one content response sent.
-public struct DeliveryReport: Sendable, Equatable {
-    /// The bytes that were to be sent; nil for an empty file.
-    public var range: ClosedRange<Int64>?
-    public var bytesSent: Int64
-    /// Whether the whole planned body was written.
-    public var complete: Bool
-}
 
 extension HTTPField.Name {
     /// RFC 9530's digest of the whole representation.

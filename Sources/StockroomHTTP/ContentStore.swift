@@ -1,3 +1,4 @@
+import StockroomCore
 public import Hummingbird
 import NIOCore
 import NIOPosix

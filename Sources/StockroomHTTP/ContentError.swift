@@ -1,3 +1,4 @@
+import StockroomCore
 public import HTTPTypes
 import Hummingbird
 

@@ -1,0 +1,46 @@
+import Foundation
+import GRDB
+
+/// A proof of purchase kept while the App Store could not be asked: apart from entitlements.
+///
+/// A pending proof never authorises a download and never decides a product: the product a
+/// request asked for is kept only so an operator can see it. `stockroom refulfil --pending`
+/// verifies each one; a valid one becomes an entitlement from Apple's answer, an invalid one is
+/// marked rejected. At most `PendingProof.perTransaction` pending proofs are kept per transaction ID.
+public struct PendingProof: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "pending_proofs"
+    /// The bound on pending proofs kept under one transaction ID; past it, new ones are not kept.
+    public static let perTransaction = 4
+
+    public var id: Int64?
+    /// The transaction ID the request named or the proof claims (unverified).
+    public var transactionID: String
+    public var proofDigest: String
+    public var proofKind: Fulfilment.ProofKind
+    public var proof: String
+    /// What the request asked for; informational only.
+    public var requestedProductID: String
+    public var appAccountToken: String?
+    public var status: Status
+    public var lastError: String?
+    public var createdAt: Date
+    public var updatedAt: Date
+
+    /// Where a pending proof stands.
+    public enum Status: String, Sendable, Codable, DatabaseValueConvertible, CaseIterable {
+        /// Waiting for the App Store.
+        case pending
+        /// The App Store refused it.
+        case rejected
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, transactionID = "transaction_id", proofDigest = "proof_digest", proofKind = "proof_kind", proof
+        case requestedProductID = "requested_product_id", appAccountToken = "app_account_token", status
+        case lastError = "last_error", createdAt = "created_at", updatedAt = "updated_at"
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) {
+        id = inserted.rowID
+    }
+}

@@ -1,0 +1,60 @@
+import StockroomCore
+
+/// A download request, as the edge parsed it: every field is a claim until a proof says otherwise.
+public struct ClaimRequest: Sendable, Equatable {
+    public var productID: String
+    /// The transaction the request names; nil lets the proof say which.
+    public var transactionID: String?
+    public var proof: ClaimProof
+    /// The app account the request names (StoreKit 2's `appAccountToken`).
+    public var appAccountToken: String?
+    /// The client's address, for the per-client limit on upstream calls.
+    public var client: String
+
+    public init(productID: String, transactionID: String?, proof: ClaimProof, appAccountToken: String?, client: String) {
+        self.productID = productID
+        self.transactionID = transactionID
+        self.proof = proof
+        self.appAccountToken = appAccountToken?.lowercased()
+        self.client = client
+    }
+}
+
+/// The proof of purchase a request carries, as sent.
+public enum ClaimProof: Sendable, Equatable {
+    /// Base64 of an app receipt or of an old-style transaction receipt.
+    case receipt(String)
+    /// A StoreKit 2 JWS.
+    case signedTransaction(String)
+}
+
+/// What the entitlement component decided about a download request.
+public enum Claim: Sendable, Equatable {
+    /// Stream the product; the token authorises resumes.
+    case entitled(Fulfilment, token: String)
+    /// A stable refusal.
+    case refused(Refusal)
+    /// The App Store could not be asked and no verified record covers this proof; it is kept apart.
+    case unavailable(retryAfter: Duration)
+    /// This client asked the App Store too often; try again after the duration.
+    case limited(retryAfter: Duration)
+}
+
+/// Admits or holds back requests that would reach the App Store, per client.
+public protocol UpstreamGate: Sendable {
+    /// nil admits the call; otherwise how long the client should wait.
+    func admit(_ client: String) -> Duration?
+}
+
+/// The operator's settings the decisions follow.
+public struct EntitlementPolicy: Sendable, Equatable {
+    /// A proof on record verified more recently than this is served again without asking Apple.
+    public var reverifyAfter: Duration
+    /// Whether sandbox purchases are entitled (App Review buys in the sandbox).
+    public var allowsSandbox: Bool
+
+    public init(reverifyAfter: Duration = .seconds(24 * 3600), allowsSandbox: Bool = true) {
+        self.reverifyAfter = reverifyAfter
+        self.allowsSandbox = allowsSandbox
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import Logging
+import StockroomCore
+
+/// The one place that decides whether a request may have a product's bytes.
+///
+/// It asks Apple first, with no lock held, then lets the ledger decide in one write
+/// transaction from the verified answer: a refund or revocation that landed meanwhile is seen
+/// there. Routes, the admin API, the CLI and the notification endpoint only translate to and
+/// from it. It knows nothing of HTTP.
+public struct Entitlements: Sendable {
+    public let ledger: any Ledger
+    let receipts: any ReceiptVerifier
+    let signedTransactions: SignedTransactionVerifier
+    /// When credentials exist, StoreKit 2 transactions are confirmed (refunds, expiry) with it.
+    let serverAPI: AppStoreServerAPIClient?
+    let tokens: DownloadTokenSigner
+    let policy: EntitlementPolicy
+    let gate: (any UpstreamGate)?
+    let now: @Sendable () -> Date
+    let logger: Logger
+
+    public init(
+        ledger: any Ledger, receipts: any ReceiptVerifier, signedTransactions: SignedTransactionVerifier,
+        serverAPI: AppStoreServerAPIClient?, tokens: DownloadTokenSigner, policy: EntitlementPolicy = .init(),
+        gate: (any UpstreamGate)? = nil, now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "stockroom.entitlements")
+    ) {
+        self.ledger = ledger
+        self.receipts = receipts
+        self.signedTransactions = signedTransactions
+        self.serverAPI = serverAPI
+        self.tokens = tokens
+        self.policy = policy
+        self.gate = gate
+        self.now = now
+        self.logger = logger
+    }
+
+    /// Decides a download request.
+    public func claim(_ request: ClaimRequest) async throws -> Claim {
+        switch request.proof {
+        case .receipt(let text):
+            guard let proof = ReceiptProof.parse(text) else { return .refused(.rejected(.malformedReceipt)) }
+            return try await claim(receipt: proof, request)
+        case .signedTransaction(let jws):
+            return try await claim(signed: jws, request)
+        }
+    }
+
+    // MARK: Receipts
+
+    private func claim(receipt proof: ReceiptProof, _ request: ClaimRequest) async throws -> Claim {
+        let candidates = Self.candidates(request, proof)
+        if let served = try await recentlyVerified(candidates, digest: proof.digest, request) { return served }
+        if let gate, let wait = gate.admit(request.client) { return .limited(retryAfter: wait) }
+        let verdict = await receipts.verify(proof, productID: request.productID, transactionID: request.transactionID, freshness: .cachedAllowed)
+        switch verdict {
+        case .valid(let receipt):
+            guard let verified = VerifiedProof(receipt: receipt, proof: proof) else {
+                return .refused(.rejected(.productNotInReceipt(request.productID)))
+            }
+            return try await decide(verified, request)
+        case .invalid(.revoked(let transaction)):
+            _ = try await ledger.revoke(
+                RevokedPurchase(
+                    transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
+                    productID: transaction.productID, bundleID: nil, environment: nil),
+                cause: .refund, reason: "refunded or revoked (verifyReceipt)", now: now())
+            return .refused(.revoked(transactionID: transaction.transactionID))
+        case .invalid(let reason):
+            return .refused(.rejected(reason))
+        case .unavailable(let reason, let retryAfter):
+            return try await outage(
+                candidates, draft: { id in
+                    PendingProofDraft(
+                        transactionID: id, digest: proof.digest, kind: .receipt, proof: proof.text, requestedProductID: request.productID,
+                        appAccountToken: request.appAccountToken, error: reason)
+                }, request, retryAfter: retryAfter)
+        }
+    }
+
+    /// The transactions a receipt request may be about: the one it names, else those the receipt
+    /// claims for the product, newest first. Unverified: they only select rows to compare with.
+    static func candidates(_ request: ClaimRequest, _ proof: ReceiptProof) -> [String] {
+        if let named = request.transactionID { return [named] }
+        let claimed = proof.claims.filter { $0.productID == request.productID }
+            .sorted { ($0.purchaseDate ?? .distantPast) > ($1.purchaseDate ?? .distantPast) }
+            .map(\.transactionID).filter(TransactionID.isValid)
+        return Array(claimed.prefix(PendingProof.perTransaction))
+    }
+
+    // MARK: StoreKit 2
+
+    private func claim(signed jws: String, _ request: ClaimRequest) async throws -> Claim {
+        let verified: VerifiedProof
+        switch VerifiedProof.verifying(jws, with: signedTransactions) {
+        case .success(let proof): verified = proof
+        case .failure(let failure): return .refused(.signedTransactionRejected(failure))
+        }
+        if let named = request.transactionID, named != verified.transactionID {
+            return .refused(.rejected(.transactionNotInReceipt(named)))
+        }
+        guard let serverAPI else { return try await decide(verified, request) }
+        if let served = try await recentlyVerified([verified.transactionID], digest: verified.digest, request) { return served }
+        if let gate, let wait = gate.admit(request.client) { return .limited(retryAfter: wait) }
+        switch await serverAPI.transaction(verified.transactionID) {
+        case .found(let info, _):
+            guard case .success(let current) = VerifiedProof.verifying(info, with: signedTransactions) else {
+                return try await outage([verified.transactionID], draft: pendingDraft(verified, request, "the API's transaction does not verify"), request, retryAfter: .seconds(60))
+            }
+            return try await decide(verified.updated(by: current), request)
+        case .notFound:
+            return .refused(.rejected(.transactionNotInReceipt(verified.transactionID)))
+        case .unavailable(let reason, let retryAfter):
+            // The refund check cannot be had: only the proof on record is served.
+            return try await outage([verified.transactionID], draft: pendingDraft(verified, request, reason), request, retryAfter: retryAfter)
+        }
+    }
+
+    private func pendingDraft(_ proof: VerifiedProof, _ request: ClaimRequest, _ error: String) -> @Sendable (String) -> PendingProofDraft {
+        { id in
+            PendingProofDraft(
+                transactionID: id, digest: proof.digest, kind: .signedTransaction, proof: proof.proof,
+                requestedProductID: request.productID, appAccountToken: request.appAccountToken, error: error)
+        }
+    }
+
+    // MARK: Shared steps
+
+    /// The ledger decides on a verified proof.
+    private func decide(_ proof: VerifiedProof, _ request: ClaimRequest) async throws -> Claim {
+        if proof.environment == .sandbox, !policy.allowsSandbox, proof.revokedAt == nil {
+            return .refused(.sandboxNotAllowed(transactionID: proof.transactionID))
+        }
+        let terms = ClaimTerms(
+            requestedProductID: request.productID, appAccountToken: request.appAccountToken, checksAccount: true, countsAttempt: true)
+        switch try await ledger.claim(proof, terms: terms, now: now()) {
+        case .entitled(let row): return entitled(row)
+        case .refused(let refusal): return .refused(refusal)
+        }
+    }
+
+    /// A proof on record, verified within the re-verify interval, needs no new upstream call.
+    private func recentlyVerified(_ candidates: [String], digest: String, _ request: ClaimRequest) async throws -> Claim? {
+        let now = now()
+        let interval = Double(policy.reverifyAfter.components.seconds)
+        for id in candidates {
+            guard let row = try await ledger.fulfilment(id), row.proofDigest == digest, let verifiedAt = row.verifiedAt,
+                now.timeIntervalSince(verifiedAt) < interval
+            else { continue }
+            if let served = try await ledger.serveRecordedProof(
+                RecordedProofRequest(transactionID: id, digest: digest, productID: request.productID, appAccountToken: request.appAccountToken),
+                now: now)
+            {
+                return entitled(served)
+            }
+        }
+        return nil
+    }
+
+    /// The App Store cannot be asked: only the very proof on record of an entitled transaction
+    /// is served; any other proof is kept apart, and the client retries later.
+    private func outage(
+        _ candidates: [String], draft: @Sendable (String) -> PendingProofDraft, _ request: ClaimRequest, retryAfter: Duration
+    ) async throws -> Claim {
+        let now = now()
+        for id in candidates {
+            let probe = draft(id)
+            if let served = try await ledger.serveRecordedProof(
+                RecordedProofRequest(transactionID: id, digest: probe.digest, productID: request.productID, appAccountToken: request.appAccountToken),
+                now: now)
+            {
+                logger.warning("serving the proof on record while the App Store is unavailable", metadata: ["transaction": .string(id)])
+                return entitled(served)
+            }
+        }
+        if let first = candidates.first, TransactionID.isValid(first) {
+            if try await !ledger.keepPendingProof(draft(first), now: now) {
+                logger.notice("pending proofs for this transaction are at their bound; not kept", metadata: ["transaction": .string(first)])
+            }
+        }
+        return .unavailable(retryAfter: retryAfter)
+    }
+
+    func entitled(_ row: Fulfilment) -> Claim {
+        .entitled(row, token: tokens.token(transactionID: row.transactionID, productID: row.productID, now: now()))
+    }
+}

@@ -1,0 +1,30 @@
+import StockroomCore
+
+/// What an operator's re-verification did (or, in a dry run, would do) to one proof.
+public struct Reverification: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case verified, rejected, revoked, expired, unavailable
+        /// The verdict changed nothing (a revoked purchase stays revoked, say).
+        case unchanged
+    }
+
+    public var kind: Kind
+    public var transactionID: String
+    /// The state before and after: a fulfilment state, or `pending` for a kept proof.
+    public var before: String
+    public var after: String
+    public var detail: String
+
+    public init(kind: Kind, transactionID: String, before: String, after: String, detail: String) {
+        self.kind = kind
+        self.transactionID = transactionID
+        self.before = before
+        self.after = after
+        self.detail = detail
+    }
+
+    /// As the CLI's `--json` and the admin API show it.
+    public var jsonObject: [String: Any] {
+        ["transactionId": transactionID, "outcome": kind.rawValue, "before": before, "after": after, "detail": detail]
+    }
+}

@@ -1,0 +1,99 @@
+import NIOCore
+import NIOHTTPTypes
+
+/// Closes a connection whose request head does not arrive in time (`--header-timeout`): counted
+/// from the connection's start, and from the first byte of each later request. A client that
+/// trickles header bytes (slowloris) holds no connection past it; waiting between requests is
+/// the idle timeout's business.
+///
+/// It sits first in the pipeline to see raw bytes; `RequestHeadSignal`, after the HTTP decoder,
+/// tells it when a head is complete and when a response has ended.
+final class HeaderDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = Any
+    typealias OutboundOut = Any
+
+    private let timeout: TimeAmount
+    private var deadline: Scheduled<Void>?
+    /// Heads read whose responses have not ended.
+    private var openRequests = 0
+
+    init(timeout: TimeAmount) {
+        self.timeout = timeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { startDeadline(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        startDeadline(context)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if openRequests == 0, unwrapInboundIn(data).readableBytes > 0 { startDeadline(context) }
+        context.fireChannelRead(data)
+    }
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        switch event {
+        case RequestHeadSignal.Event.headRead:
+            openRequests += 1
+            cancelDeadline()
+            promise?.succeed()
+        case RequestHeadSignal.Event.responseEnded:
+            openRequests = max(0, openRequests - 1)
+            promise?.succeed()
+        default:
+            context.triggerUserOutboundEvent(event, promise: promise)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        cancelDeadline()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        cancelDeadline()
+    }
+
+    /// Starts the clock unless it runs already.
+    private func startDeadline(_ context: ChannelHandlerContext) {
+        guard deadline == nil else { return }
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
+            deadline = nil
+            if openRequests == 0 { context.close(promise: nil) }
+        }
+    }
+
+    private func cancelDeadline() {
+        deadline?.cancel()
+        deadline = nil
+    }
+}
+
+/// Tells `HeaderDeadlineHandler` (through outbound user events) when a request head has been
+/// decoded and when a response has ended; passes every part through unchanged.
+final class RequestHeadSignal: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    enum Event {
+        case headRead, responseEnded
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = unwrapInboundIn(data) { context.triggerUserOutboundEvent(Event.headRead, promise: nil) }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { context.triggerUserOutboundEvent(Event.responseEnded, promise: nil) }
+        context.write(data, promise: promise)
+    }
+}

@@ -1,0 +1,275 @@
+import AppStoreSimulator
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import StockroomCore
+import StockroomTestSupport
+import Testing
+@testable import StockroomServer
+
+/// Issue 8's attacks, each tried as a stranger would through a live server and the real
+/// simulator: the refusal (status and code), an unchanged ledger, and the honest buyer served.
+@Suite struct AttackTests {
+    static let cheap = DownloadFixture.book
+    static let dear = "com.example.big"
+    static let adminToken = "admin-token-0123456789abcdef-0123456789"
+
+    static func withAdmin(_ configuration: inout ServerConfiguration) {
+        configuration.adminToken = adminToken
+    }
+
+    // MARK: 1. One request must not stop the server
+
+    @Test func aHostileSignedDateIsRefusedAndTheServerKeepsServing() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(Self.cheap)
+            let certificate = ByteEncoding.base64(try SigningChain().root.der)
+            for signedDate in ["1e30", "-1e30", "1e300", "9.3e18", "\"9223372036854775808\""] {
+                let header = ByteEncoding.base64URL(Array(#"{"alg":"ES256","x5c":["\#(certificate)","\#(certificate)","\#(certificate)"]}"#.utf8))
+                let payload = ByteEncoding.base64URL(Array(#"{"signedDate":\#(signedDate),"notificationType":"REFUND","notificationUUID":"u","transactionId":"1","originalTransactionId":"1","productId":"\#(Self.cheap)","bundleId":"com.example.stockroom.demo","purchaseDate":\#(signedDate),"environment":"Production"}"#.utf8))
+                let jws = "\(header).\(payload).\(ByteEncoding.base64URL([UInt8](repeating: 7, count: 64)))"
+                let notification = try await fixture.client.execute(
+                    uri: "/v1/notifications/appstore", method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["signedPayload": jws])))
+                #expect(notification.status == .badRequest, "signedDate \(signedDate)")
+                let download = try await fixture.post(["productId": Self.cheap, "signedTransaction": jws])
+                #expect(download.status == .forbidden, "signedDate \(signedDate)")
+                #expect(try DownloadFixture.code(download)?.hasPrefix("jws_") == true)
+            }
+            #expect(try await fixture.snapshot() == [])
+            let honest = try await fixture.post(purchase)
+            #expect(honest.status == .ok)
+            #expect(Array(buffer: honest.body) == ServerFixture.book)
+        }
+    }
+
+    // MARK: 2. An outage must not give content away
+
+    @Test func duringAnOutageOnlyTheProofOnRecordIsServed() async throws {
+        try await DownloadFixture.run { fixture in
+            let victim = try await fixture.control.purchase(Self.cheap)
+            #expect(try await fixture.post(victim).status == .ok)
+            #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(victim.transactionId)?.state == .delivered })
+            let attacker = try await fixture.control.purchase(Self.cheap)
+            try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 1000])
+            let before = try await fixture.snapshot()
+
+            let garbage = try await fixture.post(["productId": Self.cheap, "transactionId": victim.transactionId, "receiptData": "AAAA"])
+            #expect(garbage.status == .forbidden)
+            #expect(try DownloadFixture.code(garbage) == "receipt_malformed")
+            let foreign = try await fixture.post(["productId": Self.cheap, "transactionId": victim.transactionId, "receiptData": attacker.receiptData])
+            #expect(foreign.status == .serviceUnavailable)
+            #expect(try DownloadFixture.code(foreign) == "upstream_unavailable")
+            #expect(foreign.headers[.init("X-Download-Token")!] == nil)
+            #expect(try await fixture.snapshot() == before)
+
+            // The honest buyer, with their own receipt, is still served.
+            let honest = try await fixture.post(victim)
+            #expect(honest.status == .ok)
+            #expect(Array(buffer: honest.body) == ServerFixture.book)
+        }
+    }
+
+    // MARK: 3. A cheap purchase must not unlock an expensive product
+
+    @Test func aCheapPurchaseNeverUnlocksTheExpensiveProduct() async throws {
+        try await DownloadFixture.run(Self.withAdmin) { fixture in
+            let cheap = try await fixture.control.purchase(Self.cheap)
+            try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 1000])
+            for receipt in ["AAAA", cheap.receiptData] {
+                let response = try await fixture.post(["productId": Self.dear, "transactionId": cheap.transactionId, "receiptData": receipt])
+                #expect([.forbidden, .serviceUnavailable].contains(response.status))
+            }
+            #expect(try await fixture.snapshot() == [], "a kept proof is no entitlement")
+            _ = try await fixture.control.client.execute(uri: "/sim/faults", method: .delete)
+
+            // Apple back: the real receipt still does not buy the expensive product …
+            let dear = try await fixture.post(["productId": Self.dear, "transactionId": cheap.transactionId, "receiptData": cheap.receiptData])
+            #expect(dear.status == .forbidden)
+            #expect(try DownloadFixture.code(dear) == "product_mismatch")
+            #expect(try await fixture.snapshot() == [])
+            // … and the operator's re-verification of the kept proofs records Apple's product.
+            let refulfil = try await fixture.admin(.post, "pending-proofs/refulfil", token: Self.adminToken)
+            #expect(refulfil.status == .ok)
+            #expect(try await fixture.ledger.fulfilment(cheap.transactionId)?.productID == Self.cheap)
+            let after = try await fixture.post(["productId": Self.dear, "transactionId": cheap.transactionId, "receiptData": cheap.receiptData])
+            #expect(try DownloadFixture.code(after) == "product_mismatch")
+            #expect(try await fixture.post(cheap).status == .ok, "the buyer gets what they bought")
+        }
+    }
+
+    @Test func aStrangerWhoClaimsAVictimsTransactionFirstDoesNotLockTheVictimOut() async throws {
+        try await DownloadFixture.run { fixture in
+            let victim = try await fixture.control.purchase(Self.dear)
+            let stranger = try await fixture.control.purchase(Self.cheap)
+            try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 1000])
+            _ = try await fixture.post(["productId": Self.cheap, "transactionId": victim.transactionId, "receiptData": stranger.receiptData])
+            _ = try await fixture.control.client.execute(uri: "/sim/faults", method: .delete)
+            let response = try await fixture.post(["productId": Self.dear, "transactionId": victim.transactionId, "receiptData": victim.receiptData])
+            #expect(response.status == .ok)
+            #expect(Array(buffer: response.body) == ServerFixture.big)
+            #expect(try await fixture.ledger.fulfilment(victim.transactionId)?.productID == Self.dear)
+        }
+    }
+
+    // MARK: 5. Account binding is not optional
+
+    @Test func aBoundTransactionIsRefusedToAClaimThatLeavesItsAccountOut() async throws {
+        try await DownloadFixture.run { fixture in
+            let owner = "8F2E6A4C-0000-4000-8000-000000000001"
+            let purchase = try await fixture.control.purchase(["productId": Self.cheap, "appAccountToken": owner])
+            let anonymous = try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction])
+            #expect(anonymous.status == .conflict)
+            #expect(try DownloadFixture.code(anonymous) == "transaction_claimed")
+            #expect(try await fixture.snapshot() == [])
+            #expect(try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction, "appAccountToken": owner]).status == .ok)
+            let before = try await fixture.snapshot()
+            // Known now: the fast path checks the account too.
+            let again = try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction])
+            #expect(try DownloadFixture.code(again) == "transaction_claimed")
+            #expect(try await fixture.snapshot() == before)
+        }
+    }
+
+    @Test func aReceiptClaimedWithAnAccountNeedsThatAccountAfterwards() async throws {
+        try await DownloadFixture.run { fixture in
+            let owner = "8F2E6A4C-0000-4000-8000-000000000001"
+            let purchase = try await fixture.control.purchase(Self.cheap)
+            var fields = ["productId": Self.cheap, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData]
+            fields["appAccountToken"] = owner
+            #expect(try await fixture.post(fields).status == .ok)
+            fields["appAccountToken"] = nil
+            let before = try await fixture.snapshot()
+            let response = try await fixture.post(fields)
+            #expect(response.status == .conflict)
+            #expect(try DownloadFixture.code(response) == "transaction_claimed")
+            #expect(try await fixture.snapshot() == before)
+        }
+    }
+
+    // MARK: 6. Amplification
+
+    @Test func whitespaceVariantsOfOneReceiptCostOneUpstreamCall() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(Self.cheap)
+            let text = purchase.receiptData
+            let variants = [
+                text, " " + text, text + "\n", "\t" + text + " ", String(text.prefix(40)) + "\r\n" + String(text.dropFirst(40)),
+                String(text.prefix(10)) + " " + String(text.dropFirst(10)),
+            ]
+            try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for variant in variants {
+                    group.addTask { try await fixture.post(["productId": Self.cheap, "receiptData": variant]).status }
+                }
+                for try await status in group { #expect(status == .ok) }
+            }
+            #expect(try await fixture.control.calls().total == 1)
+        }
+    }
+
+    @Test func randomBase64IsRefusedWithoutAskingApple() async throws {
+        try await DownloadFixture.run { fixture in
+            var generator = SystemRandomNumberGenerator()
+            for _ in 0..<40 {
+                let bytes = (0..<Int.random(in: 16...600, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                let response = try await fixture.post(["productId": Self.cheap, "transactionId": "2000000000000001", "receiptData": ByteEncoding.base64(bytes)])
+                #expect(response.status == .forbidden)
+                #expect(try DownloadFixture.code(response) == "receipt_malformed")
+            }
+            #expect(try await fixture.control.calls().total == 0)
+            #expect(try await fixture.snapshot() == [])
+        }
+    }
+
+    // MARK: 8. Revoked stays revoked
+
+    @Test func reFulfilmentNeverLiftsAnOperatorsRevocation() async throws {
+        try await DownloadFixture.run(Self.withAdmin) { fixture in
+            let purchase = try await fixture.control.purchase(Self.cheap)
+            #expect(try await fixture.post(purchase).status == .ok)
+            let revoke = try await fixture.admin(.post, "fulfilments/\(purchase.transactionId)/revoke", token: Self.adminToken, body: ["reason": "chargeback"])
+            #expect(revoke.status == .ok)
+            let refulfil = try await fixture.admin(.post, "fulfilments/\(purchase.transactionId)/refulfil", token: Self.adminToken)
+            #expect(refulfil.status == .ok)
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
+            #expect(try DownloadFixture.code(try await fixture.post(purchase)) == "revoked")
+            // Only reinstate lifts it.
+            let reinstate = try await fixture.admin(.post, "fulfilments/\(purchase.transactionId)/reinstate", token: Self.adminToken, body: ["reason": "resolved"])
+            #expect(reinstate.status == .ok)
+            #expect(try await fixture.post(purchase).status == .ok)
+        }
+    }
+
+    @Test func aRefundRacingDownloadsIsNeverUndone() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(Self.cheap)
+            #expect(try await fixture.post(purchase).status == .ok)
+            let notification = try await fixture.control.client.execute(
+                uri: "/sim/notifications", method: .post,
+                body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["type": "REFUND", "transactionId": purchase.transactionId])))
+            // Downloads with a verdict cached from before the refund race the notification.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<12 { group.addTask { _ = try await fixture.post(purchase) } }
+                group.addTask {
+                    let applied = try await fixture.client.execute(uri: "/v1/notifications/appstore", method: .post, body: notification.body)
+                    #expect(applied.status == .ok)
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
+            for _ in 0..<3 {
+                let response = try await fixture.post(purchase)
+                #expect(response.status == .forbidden)
+                #expect(try DownloadFixture.code(response) == "revoked")
+            }
+        }
+    }
+
+    // MARK: 9. Bounds
+
+    @Test func rangeRequestsKeepTheAttemptsLogBounded() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(Self.cheap)
+            let token = try #require(try await fixture.post(purchase).headers[.init("X-Download-Token")!])
+            for start in 0..<40 {
+                _ = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=\(start)-\(start)"])
+            }
+            #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.attempts == 41 })
+            #expect(try await fixture.ledger.attempts(of: purchase.transactionId).count <= DownloadAttempt.keptPerTransaction)
+        }
+    }
+}
+
+/// Issue 8 item 7: subscriptions end.
+@Suite struct SubscriptionExpiryTests {
+    @Test func aSubscriptionDownloadsUntilItsExpiryAndNotAfter() async throws {
+        try await DownloadFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(json: ["productId": DownloadFixture.book, "expiresInSeconds": 2])
+            let first = try await fixture.post(purchase)
+            #expect(first.status == .ok)
+            let token = try #require(first.headers[.init("X-Download-Token")!])
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.expiresAt != nil)
+            try await Task.sleep(for: .milliseconds(2300))
+            let resume = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token)
+            #expect(resume.status == .forbidden)
+            #expect(try DownloadFixture.code(resume) == "subscription_expired")
+            let again = try await fixture.post(purchase)
+            #expect(again.status == .forbidden)
+            #expect(try DownloadFixture.code(again) == "subscription_expired")
+        }
+    }
+
+    @Test func anAlreadyExpiredSubscriptionIsNeverEntitled() async throws {
+        try await DownloadFixture.run { fixture in
+            for signed in [false, true] {
+                let purchase = try await fixture.control.purchase(json: ["productId": DownloadFixture.book, "expiresInSeconds": -60])
+                let response = signed
+                    ? try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction])
+                    : try await fixture.post(purchase)
+                #expect(response.status == .forbidden)
+                #expect(try DownloadFixture.code(response) == "subscription_expired")
+            }
+            #expect(try await fixture.snapshot() == [])
+        }
+    }
+}
