@@ -99,10 +99,12 @@ public func buildApplication(
     let entitlements = Entitlements(
         ledger: ledger, receipts: verifier, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
-        policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval), logger: logger)
+        policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow),
+        gate: configuration.upstreamRate.map { UpstreamRateLimiter(rate: $0) }, logger: logger)
     NotificationController(entitlements: entitlements).addRoutes(to: router.group("v1"))
     DownloadController(
-        catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: LocalContentStore(jail: jail))
+        catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: LocalContentStore(jail: jail)),
+        slots: DownloadSlots(total: configuration.maxDownloads, perTransaction: configuration.maxDownloadsPerTransaction)
     ).addRoutes(to: router.group("v1"))
     if let adminToken = configuration.adminToken {
         AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))

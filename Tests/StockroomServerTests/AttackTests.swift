@@ -6,6 +6,9 @@ import HummingbirdTesting
 import StockroomCore
 import StockroomTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import StockroomServer
 
 /// Issue 8's attacks, each tried as a stranger would through a live server and the real
@@ -270,6 +273,69 @@ import Testing
                 #expect(try DownloadFixture.code(response) == "subscription_expired")
             }
             #expect(try await fixture.snapshot() == [])
+        }
+    }
+}
+
+/// Issue 8 items 6 and 9 through the live server: the per-client limit on upstream calls, the
+/// caps on concurrent downloads, and `--sandbox deny`.
+@Suite struct AttackLimitTests {
+    @Test func aClientThatKeepsAskingAppleIsHeldBackButAProofOnRecordIsStillServed() async throws {
+        try await DownloadFixture.run({ $0.upstreamRate = UpstreamRate(requests: 2, per: .seconds(3600)) }) { fixture in
+            let honest = try await fixture.control.purchase(DownloadFixture.book)
+            #expect(try await fixture.post(honest).status == .ok)
+            let other = try await fixture.control.purchase(DownloadFixture.book)
+            #expect(try await fixture.post(other).status == .ok)
+            let before = try await fixture.snapshot()
+            let third = try await fixture.control.purchase(DownloadFixture.book)
+            let limited = try await fixture.post(third)
+            #expect(limited.status == .tooManyRequests)
+            #expect(try DownloadFixture.code(limited) == "rate_limited")
+            #expect(Int(limited.headers[.retryAfter] ?? "") ?? 0 >= 1)
+            #expect(try await fixture.snapshot() == before)
+            #expect(try await fixture.control.calls().total == 2)
+            #expect(try await fixture.post(honest).status == .ok, "the proof on record needs no upstream call")
+        }
+    }
+
+    @Test func aTransactionAtItsDownloadLimitGets429UntilAStreamEnds() async throws {
+        try await DownloadFixture.run({ $0.maxDownloadsPerTransaction = 1 }) { fixture in
+            let purchase = try await fixture.control.purchase("com.example.big")
+            let first = try await fixture.post(purchase, product: "com.example.big")
+            let token = try #require(first.headers[.init("X-Download-Token")!])
+            #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
+            // A client that asks for the 8 MiB file and does not read holds its one slot.
+            let stalled = try LimitsConnectionTests.RawConnection(port: try #require(fixture.client.port))
+            // A small fixed receive buffer (no autotuning), so the kernel cannot swallow the file.
+            var size: Int32 = 4096
+            _ = setsockopt(stalled.descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            stalled.send("GET /v1/downloads/\(purchase.transactionId)/content HTTP/1.1\r\nHost: s\r\nAuthorization: Bearer \(token)\r\n\r\n")
+            let head = await stalled.receive().map { String(decoding: $0.prefix(200), as: UTF8.self) }
+            #expect(head?.hasPrefix("HTTP/1.1 200") == true, "\(head ?? "closed")")
+            let before = try await fixture.snapshot()
+            let busy = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token)
+            #expect(busy.status == .tooManyRequests)
+            #expect(try DownloadFixture.code(busy) == "too_many_downloads")
+            #expect(busy.headers[.retryAfter] == "5")
+            #expect(try await fixture.snapshot() == before, "a refused resume counts no attempt")
+            // The stalled client goes away: its slot comes back.
+            _ = shutdown(stalled.descriptor, Int32(SHUT_RDWR))
+            #expect(try await fixture.eventually {
+                try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=0-9"]).status == .partialContent
+            })
+            withExtendedLifetime(stalled) {}
+        }
+    }
+
+    @Test func aSandboxPurchaseIsRefusedWhenTheOperatorDeniesTheSandbox() async throws {
+        try await DownloadFixture.run({ $0.sandbox = .deny }) { fixture in
+            let sandbox = try await fixture.control.purchase(DownloadFixture.book, environment: "Sandbox")
+            let response = try await fixture.post(sandbox)
+            #expect(response.status == .forbidden)
+            #expect(try DownloadFixture.code(response) == "sandbox_not_allowed")
+            #expect(try await fixture.snapshot() == [])
+            let production = try await fixture.control.purchase(DownloadFixture.book)
+            #expect(try await fixture.post(production).status == .ok)
         }
     }
 }

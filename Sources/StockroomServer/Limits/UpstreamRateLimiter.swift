@@ -1,3 +1,4 @@
+import StockroomEntitlement
 import Synchronization
 
 /// A token bucket per client address for the requests that reach the App Store
@@ -71,3 +72,5 @@ public final class UpstreamRateLimiter: Sendable {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
+
+extension UpstreamRateLimiter: UpstreamGate {}

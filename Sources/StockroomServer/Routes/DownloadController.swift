@@ -10,10 +10,12 @@ import StockroomEntitlement
 ///
 /// Every decision is the entitlement component's; this controller parses, asks it, and maps its
 /// answer to HTTP.
-struct DownloadController<Context: RequestContext & RemoteAddressRequestContext> {
+struct DownloadController<Context: ClientAddressContext> {
     let catalog: CatalogStore
     let entitlements: Entitlements
     let responder: ContentResponder<LocalContentStore>
+    /// Concurrent streams, in all and per transaction; a full house answers 429.
+    let slots: DownloadSlots
 
     func addRoutes(to group: RouterGroup<Context>) {
         group.post("downloads", use: start)
@@ -31,10 +33,11 @@ struct DownloadController<Context: RequestContext & RemoteAddressRequestContext>
         let claim = try await entitlements.claim(
             ClaimRequest(
                 productID: product.productId, transactionID: input.transactionID, proof: input.proof,
-                appAccountToken: input.appAccountToken, client: context.clientAddress))
+                appAccountToken: input.appAccountToken, client: context.clientAddress(of: request)))
         switch claim {
         case .entitled(let row, let token):
-            return try await stream(row, product: product, head: nil, token: token, context: context)
+            let slot = try acquireSlot(row.transactionID)
+            return try await stream(row, product: product, head: nil, token: token, slot: slot, context: context)
         case .refused(let refusal):
             throw DownloadError.refused(refusal)
         case .unavailable(let retryAfter):
@@ -48,9 +51,14 @@ struct DownloadController<Context: RequestContext & RemoteAddressRequestContext>
 
     @Sendable func resume(_ request: Request, context: Context) async throws -> Response {
         let transactionID = try Self.transactionID(context)
+        if case .failure(let refusal) = entitlements.authorize(transactionID, bearer: Self.bearer(request)) {
+            throw DownloadError.refused(refusal)
+        }
+        // A slot before the ledger counts the attempt: a full house changes nothing.
+        let slot = try acquireSlot(transactionID)
         let row = try await entitlements.resume(transactionID, bearer: Self.bearer(request)).orRefuse()
         guard let product = catalog.catalog.product(id: row.productID) else { throw DownloadError.unknownProduct(row.productID) }
-        return try await stream(row, product: product, head: request.head, token: nil, context: context)
+        return try await stream(row, product: product, head: request.head, token: nil, slot: slot, context: context)
     }
 
     // MARK: GET /v1/downloads/{transactionId}
@@ -81,8 +89,16 @@ struct DownloadController<Context: RequestContext & RemoteAddressRequestContext>
         return String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
     }
 
-    /// Streams the product's file; the ledger hears how the body ended.
-    private func stream(_ row: Fulfilment, product: Product, head: HTTPRequest?, token: String?, context: Context) async throws -> Response {
+    /// A stream's slot, or 429 with `Retry-After` when the server or this transaction is at its limit.
+    private func acquireSlot(_ transactionID: String) throws(DownloadError) -> DownloadSlot {
+        guard let slot = slots.acquire(transactionID: transactionID) else { throw .busy(retryAfter: .seconds(5)) }
+        return slot
+    }
+
+    /// Streams the product's file; the ledger hears how the body ended, and the slot is given back.
+    private func stream(
+        _ row: Fulfilment, product: Product, head: HTTPRequest?, token: String?, slot: DownloadSlot, context: Context
+    ) async throws -> Response {
         var headers: HTTPFields = [
             .transactionID: row.transactionID, .location: "/v1/downloads/\(row.transactionID)/content", .cacheControl: "no-store",
         ]
@@ -94,6 +110,7 @@ struct DownloadController<Context: RequestContext & RemoteAddressRequestContext>
         let transactionID = row.transactionID
         let size = product.size
         return try await responder.response(to: plannedHead, representation: product.representation, extraHeaders: headers) { report in
+            slot.release()
             do {
                 try await ledger.recordDelivery(transactionID, report: report, fileSize: size)
             } catch {
