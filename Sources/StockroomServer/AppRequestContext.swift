@@ -31,3 +31,10 @@ public protocol ClientAddressContext: RequestContext {
     /// The address per-client limits count for `request`.
     func clientAddress(of request: Request) -> String
 }
+
+extension RemoteAddressRequestContext {
+    /// The peer's IP address as text ("unknown" without one). Behind a local proxy every client
+    /// is the proxy: a `ClientAddressContext` answers `clientAddress(of:)` with the proxy's
+    /// last `X-Forwarded-For` hop instead.
+    var clientAddress: String { remoteAddress?.ipAddress ?? "unknown" }
+}

@@ -100,11 +100,11 @@ public func buildApplication(
         ledger: ledger, receipts: verifier, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
         policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow),
-        gate: configuration.upstreamRate.map { UpstreamRateLimiter(rate: $0) }, logger: logger)
+        gate: configuration.upstreamRateLimiter(), logger: logger)
     NotificationController(entitlements: entitlements).addRoutes(to: router.group("v1"))
     DownloadController(
         catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: LocalContentStore(jail: jail)),
-        slots: DownloadSlots(total: configuration.maxDownloads, perTransaction: configuration.maxDownloadsPerTransaction)
+        slots: configuration.downloadSlots()
     ).addRoutes(to: router.group("v1"))
     if let adminToken = configuration.adminToken {
         AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))

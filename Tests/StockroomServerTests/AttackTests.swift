@@ -298,32 +298,49 @@ import Glibc
         }
     }
 
+    /// A 128 MiB sparse file, more than socket and channel buffers can swallow between them.
+    static let huge = "com.example.huge"
+
+    static func withHugeProduct(_ configuration: inout ServerConfiguration) {
+        let file = configuration.contentFolder + "/huge.bin"
+        _ = FileManager.default.createFile(atPath: file, contents: nil)
+        if let handle = FileHandle(forWritingAtPath: file) {
+            try? handle.truncate(atOffset: 128 << 20)
+            try? handle.close()
+        }
+        let catalog = ServerFixture.catalog([
+            ServerFixture.entry("com.example.book", file: "books/book.epub"), ServerFixture.entry("com.example.big", file: "big.bin"),
+            ServerFixture.entry(huge, file: "huge.bin"),
+        ])
+        _ = FileManager.default.createFile(atPath: configuration.catalogFolder + "/products.json", contents: Data(catalog.utf8))
+    }
+
     @Test func aTransactionAtItsDownloadLimitGets429UntilAStreamEnds() async throws {
-        try await DownloadFixture.run({ $0.maxDownloadsPerTransaction = 1 }) { fixture in
-            let purchase = try await fixture.control.purchase("com.example.big")
-            let first = try await fixture.post(purchase, product: "com.example.big")
-            let token = try #require(first.headers[.init("X-Download-Token")!])
-            #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
-            // A client that asks for the 8 MiB file and does not read holds its one slot.
-            let stalled = try LimitsConnectionTests.RawConnection(port: try #require(fixture.client.port))
-            // A small fixed receive buffer (no autotuning), so the kernel cannot swallow the file.
-            var size: Int32 = 4096
-            _ = setsockopt(stalled.descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-            stalled.send("GET /v1/downloads/\(purchase.transactionId)/content HTTP/1.1\r\nHost: s\r\nAuthorization: Bearer \(token)\r\n\r\n")
-            let head = await stalled.receive().map { String(decoding: $0.prefix(200), as: UTF8.self) }
+        try await DownloadFixture.run({ Self.withHugeProduct(&$0); $0.maxDownloadsPerTransaction = 1 }) { fixture in
+            let purchase = try await fixture.control.purchase(Self.huge)
+            // The buyer's first download breaks off early; the app resumes with its token.
+            let body = try JSONSerialization.data(withJSONObject: ["productId": Self.huge, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData])
+            _ = try? await CurlHTTPClient(configuration: .init(maximumResponseBytes: 64 * 1024))
+                .send(UpstreamRequest(method: .post, url: "http://127.0.0.1:\(fixture.client.port!)/v1/downloads", body: Array(body)))
+            #expect(try await fixture.eventually { try await !fixture.ledger.attempts(of: purchase.transactionId).isEmpty })
+            let token = DownloadFixture.token(purchase.transactionId, product: Self.huge)
+            // A client that asks for the file and does not read holds its one slot.
+            var stalled: LimitsConnectionTests.RawConnection? = try LimitsConnectionTests.RawConnection(
+                port: try #require(fixture.client.port), receiveBuffer: 4096)
+            stalled?.send("GET /v1/downloads/\(purchase.transactionId)/content HTTP/1.1\r\nHost: s\r\nAuthorization: Bearer \(token)\r\n\r\n")
+            let head = await stalled?.receive().map { String(decoding: $0.prefix(200), as: UTF8.self) }
             #expect(head?.hasPrefix("HTTP/1.1 200") == true, "\(head ?? "closed")")
             let before = try await fixture.snapshot()
-            let busy = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token)
+            let busy = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=0-9"])
             #expect(busy.status == .tooManyRequests)
             #expect(try DownloadFixture.code(busy) == "too_many_downloads")
             #expect(busy.headers[.retryAfter] == "5")
             #expect(try await fixture.snapshot() == before, "a refused resume counts no attempt")
-            // The stalled client goes away: its slot comes back.
-            _ = shutdown(stalled.descriptor, Int32(SHUT_RDWR))
+            // The stalled client goes away (closed with unread bytes: reset): its slot comes back.
+            stalled = nil
             #expect(try await fixture.eventually {
                 try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=0-9"]).status == .partialContent
             })
-            withExtendedLifetime(stalled) {}
         }
     }
 

@@ -82,7 +82,7 @@ import Testing
         let bundleID = simulator.bundleID
         try await buildSimulatorApplication(configuration: simulator).test(.live) { simulatorClient in
             let control = SimulatorControl(simulatorClient)
-            let trust = try #require(await ServerFixture.simulatorTrust(at: control.baseURL, bundleID: bundleID))
+            let trust = try await control.trust(bundleID: bundleID)
             let purchase = try await control.purchase("com.example.book")
             let body = try JSONSerialization.data(withJSONObject: ["productId": "com.example.book", "signedTransaction": purchase.signedTransaction])
 

@@ -16,8 +16,13 @@ import Glibc
     final class RawConnection: Sendable {
         let descriptor: Int32
 
-        init(port: Int) throws {
+        /// `receiveBuffer` fixes the socket's receive buffer before connecting (no autotuning), so
+        /// a client that stops reading really holds the server's stream back.
+        init(port: Int, receiveBuffer: Int32? = nil) throws {
             descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            if var size = receiveBuffer {
+                _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            }
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = in_port_t(UInt16(port).bigEndian)

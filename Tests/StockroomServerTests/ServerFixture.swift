@@ -32,9 +32,13 @@ struct ServerFixture {
         configuration.databasePath = root.path + "/stockroom.sqlite"
         configuration.catalogPollInterval = .milliseconds(50)
         configuration.logLevel = .warning
-        // Port 0 rules out the in-process simulator; tests that verify point this at a live one.
+        // Port 0 rules out the in-process simulator; tests that verify point this at a live one
+        // and name its root and key (DownloadFixture), as an operator passes --trust-root.
         configuration.upstream = .url(Self.unreachableUpstream)
         configuration.tokenSecret = Self.tokenSecret
+        // Every test client is 127.0.0.1: suites that verify often would share one allowance.
+        // LimitsUpstreamRateTests turns the limit on.
+        configuration.upstreamRate = nil
         configuration.verificationRetryPolicy = RetryPolicy(
             maximumAttempts: 3, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(3))
     }
@@ -47,30 +51,7 @@ struct ServerFixture {
         #"{"products": [\#(entries.joined(separator: ",\n"))]}"#
     }
 
-    /// The server on `configuration`. A test that points `upstream` at a live simulator and names
-    /// no trust gets that simulator's root and API key, as an operator passes `--trust-root` and
-    /// `--app-store-key`: the test fetches them, the server never does.
     func application() async throws -> some ApplicationProtocol {
-        var configuration = configuration
-        if case .url(let base) = configuration.upstream, base != Self.unreachableUpstream,
-            configuration.trustedRoots.isEmpty, configuration.serverAPICredentials == nil,
-            let trust = await Self.simulatorTrust(at: base, bundleID: configuration.bundleID)
-        {
-            configuration.trustedRoots = [trust.root]
-            configuration.serverAPICredentials = trust.credentials
-        }
-        return try await buildApplication(configuration: configuration)
-    }
-
-    /// A live simulator's signing root and Server API key, or nil when `base` serves none.
-    static func simulatorTrust(at base: String, bundleID: String) async -> (root: Certificate, credentials: AppStoreServerAPIClient.Credentials)? {
-        let client = CurlHTTPClient(configuration: .init(connectTimeout: .seconds(2), totalTimeout: .seconds(3), maximumResponseBytes: 64 * 1024))
-        guard let rootResponse = try? await client.send(UpstreamRequest(method: .get, url: base + "/sim/root.pem")), rootResponse.status == 200,
-            let root = try? Certificate(pem: String(decoding: rootResponse.body, as: UTF8.self)),
-            let keyResponse = try? await client.send(UpstreamRequest(method: .get, url: base + "/sim/api-key")), keyResponse.status == 200,
-            let key = try? JSONSerialization.jsonObject(with: Data(keyResponse.body)) as? [String: String],
-            let keyID = key["keyId"], let issuerID = key["issuerId"], let pem = key["privateKey"], let privateKey = try? ECPrivateKey(pem: pem)
-        else { return nil }
-        return (root, .init(issuerID: issuerID, keyID: keyID, bundleID: bundleID, privateKey: privateKey))
+        try await buildApplication(configuration: configuration)
     }
 }

@@ -73,4 +73,5 @@ public final class UpstreamRateLimiter: Sendable {
     }
 }
 
+/// The entitlement component asks it before each call that would reach the App Store.
 extension UpstreamRateLimiter: UpstreamGate {}
