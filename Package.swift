@@ -140,7 +140,6 @@ let package = Package(
             name: "StockroomFuzz",
             dependencies: [
                 "StockroomCore",
-                "AppStoreSimulator",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],

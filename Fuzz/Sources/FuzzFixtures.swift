@@ -1,15 +1,14 @@
-import AppStoreSimulator
 import Foundation
 import StockroomCore
 
-/// What every harness shares, made once per process: the simulator's signing chain (the trusted
-/// root, and a signer so inputs can reach the code behind a valid signature), and the bundle.
+/// What every harness shares, made once per process: a signing chain like the simulator's (the
+/// trusted root, and a signer so inputs can reach the code behind a valid signature), and the bundle.
 enum FuzzFixtures {
     static let bundleID = "com.example.stockroom.demo"
 
-    static let chain: SigningChain = {
+    static let chain: FuzzSigningChain = {
         do {
-            return try SigningChain()
+            return try FuzzSigningChain()
         } catch {
             fatalError("the fuzz signing chain could not be made: \(error)")
         }
@@ -17,7 +16,7 @@ enum FuzzFixtures {
 
     static let transactions = SignedTransactionVerifier(root: chain.root, bundleID: bundleID, environment: nil)
 
-    /// Inputs whose first byte is `S` ask the harness to sign the rest with the simulator's chain.
+    /// Inputs whose first byte is `S` ask the harness to sign the rest with this chain.
     static let signMarker = UInt8(ascii: "S")
 
     /// A compact JWS from `input`: the rest signed when it starts with `S`, else the text as is.

@@ -1,8 +1,9 @@
 import StockroomCore
 
-/// App receipts read locally. The first byte picks what the rest is:
-/// `S` a payload the trusted chain signs as PKCS#7, `B` PKCS#7 bytes, `P` a bare payload (DER
-/// attribute set); anything else is the whole input as base64 text, as a client sends it.
+/// Receipts read locally: app receipts (PKCS#7) and iOS 6 transaction receipts (property lists).
+/// The first byte picks what the rest is: `S` a payload the trusted chain signs as PKCS#7, `B`
+/// PKCS#7 bytes, `P` a bare payload (DER attribute set), `T` a transaction receipt's bytes;
+/// anything else is the whole input as base64 text, as a client sends it.
 enum ReceiptHarness {
     static func run(_ input: [UInt8]) {
         let rest = Array(input.dropFirst())
@@ -14,6 +15,9 @@ enum ReceiptHarness {
             readAll(base64: ByteEncoding.base64(rest))
         case UInt8(ascii: "P"):
             _ = AppReceipt.decode(payload: rest)
+        case UInt8(ascii: "T"):
+            _ = TransactionReceipt.parse(rest)
+            readAll(base64: ByteEncoding.base64(rest))
         default:
             readAll(base64: String(decoding: input, as: UTF8.self))
         }
@@ -26,7 +30,11 @@ enum ReceiptHarness {
         if case .success(let inspection) = inspected, inspection.receipt != untrusted {
             fatalError("inspect and readUntrusted disagree about one receipt")
         }
-        // VERIFY helper's parsers, once merged: `ReceiptProof.parse(text)` and the transaction-
-        // receipt parser belong here, fed the same text.
+        // What a download request's receiptData meets first: classification and normalisation.
+        let proof = ReceiptProof.parse(text)
+        if let proof, ReceiptProof.parse(proof.text) != proof {
+            fatalError("a receipt's canonical text does not parse to the same proof")
+        }
+        _ = TransactionReceipt.parse(base64: text)
     }
 }

@@ -22,14 +22,24 @@ enum UpstreamHarness {
         }
     }()
 
+    /// A receipt the local parser accepts, so that the verifier asks the (fake) App Store.
+    static let receiptProof: ReceiptProof = {
+        guard let bytes = try? FuzzFixtures.chain.signReceipt(payload: SeedWriter.receiptPayload()),
+            let proof = ReceiptProof.parse(ByteEncoding.base64(bytes))
+        else { fatalError("the fuzz receipt does not parse") }
+        return proof
+    }()
+
     /// The input is a verifyReceipt body, answered with HTTP 200.
     static func runVerifyReceipt(_ input: [UInt8]) {
         let client = VerifyReceiptClient(
             transport: CannedUpstream(UpstreamResponse(status: 200, body: input)), endpoints: .base("http://fuzz.invalid"), policy: oneAttempt,
             logger: quiet)
         let verifier = AppStoreReceiptVerifier(client: client, bundleID: FuzzFixtures.bundleID, cacheInterval: .zero)
-        let request = VerificationRequest(receiptData: "AAAA", productID: "com.example.stockroom.demo.book1", transactionID: "1000000000000001")
-        _ = FuzzFixtures.wait { await verifier.verify(request) }
+        let proof = receiptProof
+        _ = FuzzFixtures.wait {
+            await verifier.verify(proof, productID: "com.example.stockroom.demo.book1", transactionID: "1000000000000001", freshness: .upstreamOnly)
+        }
     }
 
     /// The input is `STATUS` + LF, an optional `retry-after: VALUE` + LF, then the body; an input
@@ -37,7 +47,7 @@ enum UpstreamHarness {
     static func runServerAPI(_ input: [UInt8]) {
         let client = AppStoreServerAPIClient(
             credentials: credentials, endpoints: .base("http://fuzz.invalid"), transport: CannedUpstream(response(input)), policy: oneAttempt,
-            logger: quiet)
+            cacheInterval: .zero, logger: quiet)
         let lookup = FuzzFixtures.wait { await client.transaction("2000000000000001") }
         if case .found(let info, _) = lookup {
             _ = FuzzFixtures.transactions.verify(info)

@@ -87,6 +87,21 @@ import Testing
         }
     }
 
+    @Test(arguments: ["1e30", "-1e30", "1e300", "nan", "inf", "9223372036854775808", "99999999999999999999"])
+    func aServerAPIRetryAfterOfAnySizeIsNotATrap(retryAfter: String) async throws {
+        let credentials = AppStoreServerAPIClient.Credentials(issuerID: "i", keyID: "K", bundleID: "a.b", privateKey: try ECPrivateKey())
+        let transport = CannedTransport(status: 429, headers: ["retry-after": retryAfter], body: "{}")
+        let client = AppStoreServerAPIClient(
+            credentials: credentials, endpoints: .base("http://127.0.0.1:1"), transport: transport,
+            policy: RetryPolicy(maximumAttempts: 2, initialBackoff: .zero, maximumBackoff: .zero, totalBudget: .seconds(2)))
+        let start = ContinuousClock.now
+        guard case .unavailable = await client.transaction("2000000000000001") else {
+            Issue.record("a 429 is unavailable")
+            return
+        }
+        #expect(ContinuousClock.now - start < .seconds(2), "no wait past the budget, however long Retry-After asks")
+    }
+
     @Test func durationsPastInt64MillisecondsSaturate() {
         #expect(Duration.seconds(Int64.max).milliseconds == Int64.max)
         #expect(Duration.seconds(Int64.min).milliseconds == 1)

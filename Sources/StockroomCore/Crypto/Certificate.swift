@@ -25,7 +25,8 @@ public final class Certificate: @unchecked Sendable {
     /// The first certificate of a PEM text.
     public convenience init(pem: String) throws(CryptoError) {
         let parsed: OpaquePointer? = Array(pem.utf8).withUnsafeBytes { buffer in
-            let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
+            guard let length = Int32(exactly: buffer.count) else { return nil }  // OpenSSL's BIO takes an int
+            let bio = BIO_new_mem_buf(buffer.baseAddress, length)
             defer { BIO_free(bio) }
             return PEM_read_bio_X509(bio, nil, nil, nil)
         }

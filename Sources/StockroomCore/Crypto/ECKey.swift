@@ -13,7 +13,8 @@ public final class ECPrivateKey: @unchecked Sendable {
     /// A PEM key, such as an App Store Connect `.p8` file (PKCS#8).
     public init(pem: String) throws(CryptoError) {
         let parsed: OpaquePointer? = Array(pem.utf8).withUnsafeBytes { buffer in
-            let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
+            guard let length = Int32(exactly: buffer.count) else { return nil }  // OpenSSL's BIO takes an int
+            let bio = BIO_new_mem_buf(buffer.baseAddress, length)
             defer { BIO_free(bio) }
             return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
         }
