@@ -99,7 +99,9 @@ import Testing
             Issue.record("a 429 is unavailable")
             return
         }
-        #expect(ContinuousClock.now - start < .seconds(2), "no wait past the budget, however long Retry-After asks")
+        // The budget is 2 s; an hour's wait (1e30 obeyed, or capped but not checked against the
+        // budget) would show. The margin is for a full suite sharing two cores.
+        #expect(ContinuousClock.now - start < .seconds(20), "no wait past the budget, however long Retry-After asks")
     }
 
     @Test func durationsPastInt64MillisecondsSaturate() {
