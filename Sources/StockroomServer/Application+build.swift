@@ -95,7 +95,7 @@ public func buildApplication(
     router.add(middleware: ErrorMiddleware())
     HealthController(catalog: catalogStore, metrics: metrics).addRoutes(to: router)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
-    let signedTransactions = SignedTransactionVerifier(root: trust.root, bundleID: configuration.bundleID, environment: nil)
+    let signedTransactions = SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil)
     let entitlements = Entitlements(
         ledger: ledger, receipts: verifier, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),

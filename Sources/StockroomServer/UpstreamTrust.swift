@@ -12,7 +12,7 @@ public import StockroomCore
 public struct UpstreamTrust: Sendable {
     /// The root verifiers use; the first of `roots`.
     public let root: Certificate
-    /// Further trusted roots (several `--trust-root`); verifiers take one root today.
+    /// Further trusted roots (several `--trust-root`): a chain may end at any of them.
     public let otherRoots: [Certificate]
     /// The App Store Server API client, when credentials were given; nil means no Server API.
     public let serverAPI: AppStoreServerAPIClient?

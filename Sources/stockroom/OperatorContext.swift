@@ -35,7 +35,7 @@ struct OperatorContext {
         let tokenKey = try DownloadTokenSigner.loadKey(configured: configuration.tokenSecret, file: configuration.tokenSecretPath)
         return Entitlements(
             ledger: ledger, receipts: AppStoreReceiptVerifier(client: client, bundleID: configuration.bundleID, cacheInterval: .zero),
-            signedTransactions: SignedTransactionVerifier(root: trust.root, bundleID: configuration.bundleID, environment: nil),
+            signedTransactions: SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil),
             serverAPI: trust.serverAPI, tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
             policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval), logger: logger)
     }

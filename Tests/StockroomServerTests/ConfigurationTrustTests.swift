@@ -75,6 +75,28 @@ import Testing
         }
     }
 
+    @Test func aChainMayEndAtAnyOfSeveralTrustRoots() async throws {
+        var simulator = SimulatorConfiguration()
+        simulator.port = 0
+        simulator.bundleID = "com.example.stockroom.demo"
+        let bundleID = simulator.bundleID
+        try await buildSimulatorApplication(configuration: simulator).test(.live) { simulatorClient in
+            let control = SimulatorControl(simulatorClient)
+            let trust = try await control.trust(bundleID: bundleID)
+            let purchase = try await control.purchase("com.example.book")
+            let body = try JSONSerialization.data(withJSONObject: ["productId": "com.example.book", "signedTransaction": purchase.signedTransaction])
+            var server = try ServerFixture()
+            server.configuration.upstream = .url(control.baseURL)
+            // Apple's root first, the simulator's second (two --trust-root flags).
+            server.configuration.trustedRoots = [try AppleRootCertificates.rootCAG3(), trust.root]
+            server.configuration.serverAPICredentials = trust.credentials
+            try await buildApplication(configuration: server.configuration).test(.router) { client in
+                let response = try await client.execute(uri: "/v1/downloads", method: .post, body: ByteBuffer(bytes: body))
+                #expect(response.status == .ok)
+            }
+        }
+    }
+
     @Test func aURLUpstreamTrustsOnlyTheRootsItIsGiven() async throws {
         var simulator = SimulatorConfiguration()
         simulator.port = 0

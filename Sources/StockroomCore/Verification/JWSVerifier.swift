@@ -15,10 +15,12 @@ public struct JWSVerifier: Sendable {
     /// (1e30, a negative one) is refused before it meets a date or OpenSSL's `time_t`.
     public static let signedDateRange: ClosedRange<Double> = 0...4_102_444_800_000
 
-    public let root: Certificate
+    /// The roots a chain may end at (several `--trust-root`); the first is the usual one.
+    public let roots: [Certificate]
+    public var root: Certificate { roots[0] }
 
-    public init(root: Certificate) {
-        self.root = root
+    public init(root: Certificate, otherRoots: [Certificate] = []) {
+        self.roots = [root] + otherRoots
     }
 
     /// The verified payload bytes, or why not.
@@ -57,9 +59,8 @@ public struct JWSVerifier: Sendable {
         }
         let (leaf, intermediate) = (certificates[0], certificates[1])
         let time = Date(timeIntervalSince1970: signedDate / 1000)
-        if let problem = CertificateChain.problem(leaf: leaf, intermediates: [intermediate], root: root, at: time) {
-            return .failure(.badChain(problem))
-        }
+        let problems = roots.compactMap { CertificateChain.problem(leaf: leaf, intermediates: [intermediate], root: $0, at: time) }
+        if problems.count == roots.count, let problem = problems.first { return .failure(.badChain(problem)) }
         guard leaf.hasExtension(oid: Self.leafOID) else { return .failure(.missingOID("the leaf lacks \(Self.leafOID)")) }
         guard intermediate.hasExtension(oid: Self.intermediateOID) else {
             return .failure(.missingOID("the intermediate lacks \(Self.intermediateOID)"))

@@ -70,8 +70,8 @@ public struct SignedTransactionVerifier: Sendable {
     /// The environment transactions must come from; nil accepts Production and Sandbox.
     public let environment: StoreEnvironment?
 
-    public init(root: Certificate, bundleID: String, environment: StoreEnvironment?) {
-        self.jws = JWSVerifier(root: root)
+    public init(root: Certificate, otherRoots: [Certificate] = [], bundleID: String, environment: StoreEnvironment?) {
+        self.jws = JWSVerifier(root: root, otherRoots: otherRoots)
         self.bundleID = bundleID
         self.environment = environment
     }
