@@ -75,7 +75,11 @@ import Testing
         }
     }
 
-    @Test func aChainMayEndAtAnyOfSeveralTrustRoots() async throws {
+    /// A live simulator, its trust (root and API key), and a download body carrying one of its
+    /// signed transactions for `com.example.book`.
+    static func withSignedPurchase(
+        _ body: @Sendable @escaping (SimulatorControl, (root: Certificate, credentials: AppStoreServerAPIClient.Credentials), Data) async throws -> Void
+    ) async throws {
         var simulator = SimulatorConfiguration()
         simulator.port = 0
         simulator.bundleID = "com.example.stockroom.demo"
@@ -84,7 +88,12 @@ import Testing
             let control = SimulatorControl(simulatorClient)
             let trust = try await control.trust(bundleID: bundleID)
             let purchase = try await control.purchase("com.example.book")
-            let body = try JSONSerialization.data(withJSONObject: ["productId": "com.example.book", "signedTransaction": purchase.signedTransaction])
+            try await body(control, trust, try JSONSerialization.data(withJSONObject: ["productId": "com.example.book", "signedTransaction": purchase.signedTransaction]))
+        }
+    }
+
+    @Test func aChainMayEndAtAnyOfSeveralTrustRoots() async throws {
+        try await Self.withSignedPurchase { control, trust, body in
             var server = try ServerFixture()
             server.configuration.upstream = .url(control.baseURL)
             // Apple's root first, the simulator's second (two --trust-root flags).
@@ -98,15 +107,7 @@ import Testing
     }
 
     @Test func aURLUpstreamTrustsOnlyTheRootsItIsGiven() async throws {
-        var simulator = SimulatorConfiguration()
-        simulator.port = 0
-        simulator.bundleID = "com.example.stockroom.demo"
-        let bundleID = simulator.bundleID
-        try await buildSimulatorApplication(configuration: simulator).test(.live) { simulatorClient in
-            let control = SimulatorControl(simulatorClient)
-            let trust = try await control.trust(bundleID: bundleID)
-            let purchase = try await control.purchase("com.example.book")
-            let body = try JSONSerialization.data(withJSONObject: ["productId": "com.example.book", "signedTransaction": purchase.signedTransaction])
+        try await Self.withSignedPurchase { control, trust, body in
 
             // Not named: the server does not take the simulator's published root on its word.
             var untrusting = try ServerFixture()
