@@ -70,6 +70,32 @@ import Testing
         }
     }
 
+    @Test func badReinstatesAreRefusedAndChangeNothing() async throws {
+        try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            #expect(try await fixture.post(purchase).status == .ok)
+            let revoke = try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/revoke", method: .post, body: #"{"reason": "fraud"}"#)
+            #expect(revoke.status == .ok)
+            let before = try await fixture.snapshot()
+            let cases: [(String, String?, HTTPResponse.Status, String)] = [
+                ("/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", "{}", .badRequest, "bad_request"),
+                ("/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", #"{"reason": "  "}"#, .badRequest, "bad_request"),
+                ("/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", "not json", .badRequest, "bad_request"),
+                ("/v1/admin/fulfilments/2999/reinstate", #"{"reason": "x"}"#, .notFound, "unknown_transaction"),
+                ("/v1/admin/fulfilments/a%20b/reinstate", #"{"reason": "x"}"#, .badRequest, "bad_request"),
+            ]
+            for (uri, body, status, code) in cases {
+                let response = try await Self.admin(fixture, uri, method: .post, body: body)
+                #expect(response.status == status, "\(uri) \(body ?? "")")
+                #expect(try DownloadFixture.code(response) == code)
+            }
+            #expect(try await fixture.snapshot() == before)
+            let lifted = try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", method: .post, body: #"{"reason": "resolved"}"#)
+            #expect(try DownloadFixture.json(lifted)["reinstated"] as? [String] == [purchase.transactionId])
+            #expect(try await fixture.post(purchase).status == .ok)
+        }
+    }
+
     @Test func refulfilmentOfARefundedPurchaseRevokesIt() async throws {
         try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
