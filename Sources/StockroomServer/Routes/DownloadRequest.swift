@@ -44,8 +44,25 @@ struct DownloadRequest: Sendable {
             }
             return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .signedTransaction(jws), appAccountToken: body.appAccountToken)
         case (.some(let receipt), nil):
-            guard !receipt.isEmpty, ByteEncoding.decodeBase64(receipt) != nil else { throw .badRequest("receiptData is not base64.") }
+            // Only the alphabet here: the entitlement component decodes it once, as a receipt.
+            guard receipt.utf8.contains(where: { !Self.isWhitespace($0) }), receipt.utf8.allSatisfy(Self.isBase64Text) else {
+                throw .badRequest("receiptData is not base64.")
+            }
             return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .receipt(receipt), appAccountToken: body.appAccountToken)
         }
+    }
+
+    /// Base64 or base64url letters, padding, and the whitespace clients wrap lines with.
+    private static func isBase64Text(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "="):
+            true
+        default: isWhitespace(byte)
+        }
+    }
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: "\t")
     }
 }
