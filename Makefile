@@ -1,6 +1,7 @@
 # Stockroom: the two commands of README.md, and the benchmark.
 #   make serve   installs what is missing, builds, runs the server on the sample catalogue
-#   make test    installs what is missing, builds, runs every test (and each fuzz target for 10 s)
+#   make test    installs what is missing, builds, runs every test on SQLite and on a throwaway
+#                PostgreSQL cluster (.ci/postgres), and each fuzz target for 10 s
 #   make fuzz    each libFuzzer target for FUZZ_SECONDS (60 by default)
 #   make bench   release build, then catalogue and streaming figures (wrk, nginx for comparison)
 
@@ -19,9 +20,10 @@ serve: build
 	.build/debug/stockroom serve --upstream simulator $(ARGS)
 
 test: deps
+	@.ci/install-deps --postgres
 	.ci/graph-check
-	$(SWIFT) test
 	$(SWIFT) build --product stockroom
+	.ci/postgres run $(SWIFT) test
 	.ci/cli-tests .build/debug/stockroom
 	.ci/crash-test .build/debug/stockroom
 	SWIFT=$(SWIFT) FUZZ_SECONDS=10 .ci/fuzz
