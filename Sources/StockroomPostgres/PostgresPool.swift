@@ -18,6 +18,7 @@ public final class PostgresPool: Service, Sendable {
     public let leaseTimeout: Duration
     let logger: Logger
     let schema: SchemaGate
+    private let outage = Outage()
 
     /// A decision that keeps meeting a serialisation conflict or deadlock is tried this often.
     static let attempts = 8
@@ -121,11 +122,13 @@ public final class PostgresPool: Service, Sendable {
     }
 
     /// `body` on a pooled connection; waiting longer than `leaseTimeout` for one is
-    /// `LedgerUnavailable`, and a lease that comes later is given back untouched.
+    /// `LedgerUnavailable`, and a lease that comes later is given back untouched. While the
+    /// database is known lost, calls wait only `outageLeaseTimeout`, so a 503 comes quickly.
     func withConnection<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws -> Value {
         let race = LeaseRace()
+        let timeout = outage.isLost ? min(leaseTimeout, Self.outageLeaseTimeout) : leaseTimeout
         do {
-            return try await withThrowingTaskGroup(of: Value?.self) { group in
+            let value = try await withThrowingTaskGroup(of: Value?.self) { group in
                 group.addTask {
                     try await self.client.withConnection { connection in
                         guard race.lease() else { throw CancellationError() }
@@ -133,8 +136,8 @@ public final class PostgresPool: Service, Sendable {
                     }
                 }
                 group.addTask {
-                    try await Task.sleep(for: self.leaseTimeout)
-                    if race.abandon() { throw LedgerUnavailable(reason: "no database connection within \(self.leaseTimeout)") }
+                    try await Task.sleep(for: timeout)
+                    if race.abandon() { throw LedgerUnavailable(reason: "no database connection within \(timeout)") }
                     return nil
                 }
                 while let outcome = try await group.next() {
@@ -145,10 +148,19 @@ public final class PostgresPool: Service, Sendable {
                 }
                 throw LedgerUnavailable(reason: "the database call ended without an answer")
             }
+            if outage.recovered() { logger.notice("ledger database reachable again", metadata: ["database": .string(address.description)]) }
+            return value
         } catch {
-            throw PostgresFault.classify(error)
+            let fault = PostgresFault.classify(error)
+            if let lost = fault as? LedgerUnavailable, outage.lost() {
+                logger.warning("ledger database unavailable", metadata: ["database": .string(address.description), "reason": .string(lost.reason)])
+            }
+            throw fault
         }
     }
+
+    /// How long a call waits for a connection while the database is known lost.
+    static let outageLeaseTimeout: Duration = .milliseconds(500)
 
     static func configuration(_ address: PostgresAddress, poolSize: Int) -> PostgresClient.Configuration {
         let tls: PostgresClient.Configuration.TLS =

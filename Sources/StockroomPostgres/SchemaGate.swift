@@ -27,17 +27,3 @@ final class SchemaGate: Sendable {
         }
     }
 }
-
-/// Who wins between a lease and its deadline: exactly one of `lease()` and `abandon()` returns
-/// true, so a connection that arrives after the caller gave up runs nothing.
-final class LeaseRace: Sendable {
-    private let state = Atomic<UInt8>(0)  // 0 waiting, 1 leased, 2 abandoned
-
-    func lease() -> Bool {
-        state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged
-    }
-
-    func abandon() -> Bool {
-        state.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged
-    }
-}
