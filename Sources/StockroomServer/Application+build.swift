@@ -156,7 +156,8 @@ func openLedger(_ configuration: ServerConfiguration, logger: Logger) async thro
             "instances sharing a PostgreSQL ledger must share STOCKROOM_TOKEN_SECRET; this one keeps its own",
             metadata: ["file": .string(configuration.tokenSecretPath)])
     }
-    let database = PostgresPool(address: address, poolSize: configuration.databasePoolSize, migrated: true, logger: logger)
+    let database = PostgresPool(
+        address: address, poolSize: configuration.databasePoolSize, leaseTimeout: configuration.databaseTimeout, migrated: true, logger: logger)
     logger.info("ledger on PostgreSQL", metadata: ["database": .string(address.description), "pool": .stringConvertible(configuration.databasePoolSize)])
     return (PostgresLedger(database: database), [database])
 }

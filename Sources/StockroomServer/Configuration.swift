@@ -19,6 +19,9 @@ public struct ServerConfiguration: Sendable {
     public var databasePath = "stockroom.sqlite"
     /// Connections in the PostgreSQL ledger's pool, per instance.
     public var databasePoolSize = 8
+    /// How long a request waits for a PostgreSQL connection before it is answered 503
+    /// `ledger_unavailable` (half a second while the database is known lost).
+    public var databaseTimeout: Duration = .seconds(5)
     /// This instance's own files (the digest cache, a generated token secret); nil keeps them
     /// beside a SQLite ledger, or in `.stockroom/` of the working directory with PostgreSQL.
     public var stateFolder: String?

@@ -40,7 +40,7 @@ struct OperatorContext {
         }
         var logger = Logger(label: "stockroom.ledger")
         logger.logLevel = .critical
-        let database = PostgresPool(address: address, poolSize: configuration.databasePoolSize, logger: logger)
+        let database = PostgresPool(address: address, poolSize: configuration.databasePoolSize, leaseTimeout: configuration.databaseTimeout, logger: logger)
         // The command's one background task: the pool, until the process exits.
         Task { try await database.run() }
         return PostgresLedger(database: database)

@@ -32,6 +32,12 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "Connections in the PostgreSQL ledger's pool, per instance (STOCKROOM_DATABASE_POOL; default 8).")
     var databasePool: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "How long a request waits for a PostgreSQL connection before it is answered 503 (STOCKROOM_DATABASE_TIMEOUT; default 5s).",
+            valueName: "duration"))
+    var databaseTimeout: String?
+
     @OptionGroup var upstreamOptions: UpstreamOptions
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (STOCKROOM_LOG_LEVEL; default info).")
@@ -60,6 +66,12 @@ struct ServerOptions: ParsableArguments {
                 throw ValidationError("--database-pool must be a number from 1 to 1000, not \"\(text)\"")
             }
             configuration.databasePoolSize = size
+        }
+        if let text = value(databaseTimeout, "DATABASE_TIMEOUT") {
+            guard let timeout = try? DurationArgument.parse(text), timeout > .zero else {
+                throw ValidationError("--database-timeout must be a duration longer than 0s (500ms, 5s, 1m), not \"\(text)\"")
+            }
+            configuration.databaseTimeout = timeout
         }
         try upstreamOptions.apply(to: &configuration, environment: environment)
         // Secrets come from the environment only, never from flags a process listing shows.

@@ -127,7 +127,7 @@ import Glibc
             #expect(try DownloadFixture.code(anonymous) == "transaction_claimed")
             #expect(try await fixture.snapshot() == [])
             #expect(try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction, "appAccountToken": owner]).status == .ok)
-            let before = try await fixture.snapshot()
+            let before = try await fixture.settledSnapshot()
             // Known now: the fast path checks the account too.
             let again = try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction])
             #expect(try DownloadFixture.code(again) == "transaction_claimed")
@@ -143,7 +143,7 @@ import Glibc
             fields["appAccountToken"] = owner
             #expect(try await fixture.post(fields).status == .ok)
             fields["appAccountToken"] = nil
-            let before = try await fixture.snapshot()
+            let before = try await fixture.settledSnapshot()
             let response = try await fixture.post(fields)
             #expect(response.status == .conflict)
             #expect(try DownloadFixture.code(response) == "transaction_claimed")
@@ -287,7 +287,7 @@ import Glibc
             #expect(try await fixture.post(honest).status == .ok)
             let other = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(other).status == .ok)
-            let before = try await fixture.snapshot()
+            let before = try await fixture.settledSnapshot()
             let third = try await fixture.control.purchase(DownloadFixture.book)
             let limited = try await fixture.post(third)
             #expect(limited.status == .tooManyRequests)

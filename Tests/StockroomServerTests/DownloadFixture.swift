@@ -90,6 +90,21 @@ struct DownloadFixture: Sendable {
         return lines
     }
 
+    /// A snapshot once the ledger has settled: a download's end is recorded after its body went
+    /// out, so right after a 200 the attempt may not be logged yet (more so on PostgreSQL).
+    /// Waits (up to 5 s) for two equal snapshots 100 ms apart.
+    func settledSnapshot() async throws -> [String] {
+        var last = try await snapshot()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            let next = try await snapshot()
+            if next == last { return next }
+            last = next
+        }
+        return last
+    }
+
     /// Waits (up to 5 s) until the ledger satisfies `condition`, as the body's end is recorded after it is sent.
     func eventually(_ condition: @Sendable () async throws -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + .seconds(5)

@@ -43,7 +43,7 @@ import Testing
             // Reinstated by hand, the same REFUND delivered again changes nothing.
             let reversed = try await Self.notification(fixture, type: "REFUND_REVERSED", transactionId: purchase.transactionId)
             #expect(try await Self.deliver(fixture, reversed).status == .ok)
-            let before = try await fixture.snapshot()
+            let before = try await fixture.settledSnapshot()
             let again = try await Self.deliver(fixture, refund)
             #expect(again.status == .ok)
             #expect(String(buffer: again.body) == #"{"status":"duplicate"}"#)

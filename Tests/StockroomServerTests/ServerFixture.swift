@@ -65,6 +65,8 @@ struct ServerFixture {
         return try await ScratchPostgres.withDatabase { address in
             fixture.configuration.databasePath = address.url
             fixture.configuration.stateFolder = fixture.root.path
+            // A loaded test machine is slow, not a lost database (the outage test sets its own).
+            fixture.configuration.databaseTimeout = .seconds(30)
             let configured = fixture
             return try await body(configured)
         }
@@ -74,7 +76,8 @@ struct ServerFixture {
     func withLedger<Value: Sendable>(_ body: @Sendable (any Ledger) async throws -> Value) async throws -> Value {
         let value: Value
         if configuration.usesPostgres {
-            let database = PostgresPool(address: try PostgresAddress(url: configuration.databasePath), poolSize: 4, logger: ScratchPostgres.quiet)
+            let database = PostgresPool(
+                address: try PostgresAddress(url: configuration.databasePath), poolSize: 4, leaseTimeout: .seconds(30), logger: ScratchPostgres.quiet)
             value = try await database.running { database in try await body(PostgresLedger(database: database)) }
         } else {
             value = try await body(SQLiteLedger(database: try AppDatabase(path: configuration.databasePath)))

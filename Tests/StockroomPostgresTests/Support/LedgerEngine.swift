@@ -62,7 +62,8 @@ public struct TestLedger: Sendable {
         case let sqlite as SQLiteLedger:
             return try await body(SQLiteLedger(database: try AppDatabase(path: sqlite.database.writer.path)))
         case let postgres as PostgresLedger:
-            return try await PostgresPool(address: postgres.database.address, poolSize: 4, logger: ScratchPostgres.quiet).running { database in
+            let pool = PostgresPool(address: postgres.database.address, poolSize: 4, leaseTimeout: .seconds(30), logger: ScratchPostgres.quiet)
+            return try await pool.running { database in
                 try await body(PostgresLedger(database: database))
             }
         default:

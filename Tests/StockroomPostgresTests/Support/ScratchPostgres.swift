@@ -44,9 +44,10 @@ public enum ScratchPostgres {
         }
     }
 
-    /// A ledger on a fresh database, its pool running for `body`.
+    /// A ledger on a fresh database, its pool running for `body`. The lease timeout is long: a
+    /// loaded test machine is slow, not a lost database (the outage tests pass their own).
     public static func withLedger<Value: Sendable>(
-        leaseTimeout: Duration = .seconds(5), _ body: @Sendable (PostgresLedger) async throws -> Value
+        leaseTimeout: Duration = .seconds(30), _ body: @Sendable (PostgresLedger) async throws -> Value
     ) async throws -> Value {
         try await withDatabase { address in
             try await PostgresPool(address: address, poolSize: 4, leaseTimeout: leaseTimeout, logger: quiet).running { database in

@@ -36,6 +36,8 @@ import Testing
                             arguments: [
                                 "--catalog", folder.path + "/catalog", "--content", folder.path + "/content", "--upstream", control.baseURL,
                                 "--trust-root", folder.path + "/root.pem", "--upstream-rate", "off", "--log-level", "error",
+                                // Every claim holds a connection while it waits for the purchase's lock.
+                                "--database-pool", "20", "--database-timeout", "30s",
                             ],
                             environment: ["STOCKROOM_DATABASE": address.url, "STOCKROOM_TOKEN_SECRET": Self.tokenSecret]))
                 }
@@ -54,7 +56,7 @@ import Testing
                     return try await group.reduce(into: [UpstreamResponse]()) { $0.append($1) }
                 }
                 #expect(answers.map(\.status) == Array(repeating: 200, count: 32))
-                try await PostgresPool(address: address, poolSize: 2, logger: ScratchPostgres.quiet).running { database in
+                try await PostgresPool(address: address, poolSize: 2, leaseTimeout: .seconds(30), logger: ScratchPostgres.quiet).running { database in
                     let rows = try await PostgresLedger(database: database).list(FulfilmentFilter())
                     #expect(rows.map(\.transactionID) == [purchase.transactionId], "one entitlement")
                     #expect(rows.first?.attempts == 32, "every claim counted once")
