@@ -384,7 +384,7 @@ import Testing
     }
 
     @Test func aLostPostgreSQLLedgerAnswers503AndTheServerRecoversWithoutARestart() async throws {
-        try await DownloadFixture.run(engine: .postgres, { $0.databaseTimeout = .seconds(2) }) { fixture in
+        try await DownloadFixture.run(engine: .postgres, { $0.databaseTimeout = .seconds(5) }) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let first = try await fixture.post(purchase)
             #expect(first.status == .ok)

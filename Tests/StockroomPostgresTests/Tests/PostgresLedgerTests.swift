@@ -58,7 +58,7 @@ import Testing
     @Test func aLostDatabaseIsUnavailableAndTheSamePoolRecoversWhenItIsBack() async throws {
         let cluster = try ScratchPostgres.cluster()
         try await ScratchPostgres.withDatabase { address in
-            try await Self.pool(address, leaseTimeout: .seconds(1)).running { database in
+            try await Self.pool(address, leaseTimeout: .seconds(5)).running { database in
                 let ledger = PostgresLedger(database: database)
                 #expect(try await ledger.notificationSeen("u") == false, "connected, migrated")
                 // The database goes away: its connections are cut and new ones refused.
