@@ -40,6 +40,16 @@ public struct SQLiteLedger: Ledger {
         }
     }
 
+    public func stateCounts() async throws -> [FulfilmentState: Int] {
+        try await database.writer.read { db in
+            var counts: [FulfilmentState: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS count FROM fulfilments GROUP BY state") {
+                if let state = FulfilmentState(rawValue: row["state"]) { counts[state] = row["count"] }
+            }
+            return counts
+        }
+    }
+
     // MARK: Decisions
 
     public func claim(_ proof: VerifiedProof, terms: ClaimTerms, now: Date) async throws -> LedgerDecision {
