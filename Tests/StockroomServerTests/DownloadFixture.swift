@@ -36,7 +36,7 @@ struct DownloadFixture: Sendable {
             let root = server.root
             return try await server.application().test(.live) { client in
                 let ledger = SQLiteLedger(database: try AppDatabase(path: databasePath))
-                let value = try await body(DownloadFixture(control: control, client: client, ledger: ledger))
+                let value = try await body(DownloadFixture(control: control, client: ContractRecorder(client), ledger: ledger))
                 withExtendedLifetime(root) {}  // the temporary folder lives until the test is done
                 return value
             }

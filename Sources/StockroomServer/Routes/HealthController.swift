@@ -2,7 +2,8 @@ import Hummingbird
 import Prometheus
 import StockroomCore
 
-/// `GET /healthz` (liveness, with the catalogue version served) and `GET /metrics` (Prometheus).
+/// `GET /healthz` (liveness, with the catalogue version served), `GET /metrics` (Prometheus) and
+/// `GET /openapi.json` (the contract).
 ///
 /// `/metrics` carries aggregates only (no transaction, product or address is a label); the
 /// gauges that describe state (ledger rows by state, downloads in flight) are read at each scrape.
@@ -15,6 +16,14 @@ struct HealthController<Context: RequestContext> {
     func addRoutes(to router: Router<Context>) {
         router.get("healthz", use: health)
         router.get("metrics", use: exposition)
+        router.get("openapi.json", use: contract)
+    }
+
+    /// The API contract (`openapi.yaml`, as JSON).
+    @Sendable func contract(_ request: Request, context: Context) async throws -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "public, max-age=300"],
+            body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
     }
 
     @Sendable func health(_ request: Request, context: Context) async throws -> Response {
