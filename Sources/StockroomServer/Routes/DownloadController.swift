@@ -16,6 +16,8 @@ struct DownloadController<Context: ClientAddressContext> {
     let responder: ContentResponder<LocalContentStore>
     /// Concurrent streams, in all and per transaction; a full house answers 429.
     let slots: DownloadSlots
+    /// When set (`--offload`), nginx sends the bytes: answers carry `X-Accel-Redirect` and no body.
+    var offload: OffloadResponder? = nil
 
     func addRoutes(to group: RouterGroup<Context>) {
         group.post("downloads", use: start)
@@ -103,6 +105,12 @@ struct DownloadController<Context: ClientAddressContext> {
             .transactionID: row.transactionID, .location: "/v1/downloads/\(row.transactionID)/content", .cacheControl: "no-store",
         ]
         if let token { headers[.downloadToken] = token }
+        if let offload {
+            // nginx sends the bytes after this response: the slot is held for the response only,
+            // and nginx's report to OffloadReportListener records the delivery.
+            defer { slot.release() }
+            return try await offload.response(representation: product.representation, extraHeaders: headers)
+        }
         // A POST answers with the whole file: Range applies to the resumable GET only.
         let plannedHead = head ?? HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/")
         let ledger = entitlements.ledger
