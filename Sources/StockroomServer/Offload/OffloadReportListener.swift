@@ -1,0 +1,57 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+/// Receives nginx's delivery reports (`access_log syslog:server=…`) on a loopback UDP port and
+/// hands each to the recorder, one at a time.
+///
+/// Datagrams from another address, longer than `DeliveryLogLine.maximumLength`, or not a
+/// delivery line are dropped (counted in the log at `debug`): the port is reachable by anything
+/// on this machine. A burst beyond what the ledger keeps up with waits in the socket buffer and
+/// is dropped by the kernel past it, never queued without bound here.
+struct OffloadReportListener: Service {
+    let address: OffloadReportAddress
+    let recorder: OffloadDeliveryRecorder
+    let logger: Logger
+
+    func run() async throws {
+        let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DeliveryLogLine.maximumLength + 1))
+            .bind(host: address.host, port: address.port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, Never>(wrappingChannelSynchronously: channel)
+                }
+            }
+        logger.info(
+            "receiving nginx delivery reports",
+            metadata: ["address": .string(channel.channel.localAddress.map { "\($0)" } ?? address.description)])
+        try await withGracefulShutdownHandler {
+            try await channel.executeThenClose { inbound in
+                for try await envelope in inbound {
+                    await receive(envelope)
+                }
+            }
+        } onGracefulShutdown: {
+            channel.channel.close(promise: nil)
+        }
+    }
+
+    private func receive(_ envelope: AddressedEnvelope<ByteBuffer>) async {
+        guard let sender = envelope.remoteAddress.ipAddress, LoopbackHost.contains(sender) else {
+            logger.debug("delivery report from a non-loopback address dropped")
+            return
+        }
+        guard let line = DeliveryLogLine.parse(envelope.data.readableBytesView) else {
+            logger.debug(
+                "datagram that is not a delivery report dropped", metadata: ["bytes": .stringConvertible(envelope.data.readableBytes)])
+            return
+        }
+        await recorder.record(line)
+    }
+}
+
+extension OffloadReportListener: CustomStringConvertible {
+    var description: String { "OffloadReportListener" }
+}
