@@ -67,9 +67,9 @@ struct DeployNginxCommand: ParsableCommand {
                 report: try OffloadReportAddress(parsing: report), tls: tls)
             print(site.httpInclude, terminator: "")
         } catch let error as NginxSiteError {
-            throw ValidationError(error.description)
+            fail(error.description, code: 64)
         } catch let error as OffloadSettingError {
-            throw ValidationError(error.description.replacingOccurrences(of: "--offload-report", with: "--report"))
+            fail(error.description.replacingOccurrences(of: "--offload-report", with: "--report"), code: 64)
         }
     }
 

@@ -16,14 +16,12 @@ struct OffloadReportListener: Service {
     let logger: Logger
 
     func run() async throws {
-        let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DeliveryLogLine.maximumLength + 1))
-            .bind(host: address.host, port: address.port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, Never>(wrappingChannelSynchronously: channel)
-                }
-            }
+        let channel: NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, Never>
+        do {
+            channel = try await bind()
+        } catch {
+            throw OffloadReportListenerError(address: address, reason: "\(error)")
+        }
         logger.info(
             "receiving nginx delivery reports",
             metadata: ["address": .string(channel.channel.localAddress.map { "\($0)" } ?? address.description)])
@@ -36,6 +34,17 @@ struct OffloadReportListener: Service {
         } onGracefulShutdown: {
             channel.channel.close(promise: nil)
         }
+    }
+
+    private func bind() async throws -> NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, Never> {
+        try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DeliveryLogLine.maximumLength + 1))
+            .bind(host: address.host, port: address.port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, Never>(wrappingChannelSynchronously: channel)
+                }
+            }
     }
 
     private func receive(_ envelope: AddressedEnvelope<ByteBuffer>) async {
@@ -54,4 +63,12 @@ struct OffloadReportListener: Service {
 
 extension OffloadReportListener: CustomStringConvertible {
     var description: String { "OffloadReportListener" }
+}
+
+/// The report port could not be bound (taken, or not a local address); the server stops.
+struct OffloadReportListenerError: Error, CustomStringConvertible {
+    let address: OffloadReportAddress
+    let reason: String
+
+    var description: String { "cannot receive nginx's delivery reports on \(address) (--offload-report): \(reason)" }
 }
