@@ -15,11 +15,16 @@ import Testing
     @Test func aWholeDownloadLineIsRead() throws {
         let line = try #require(
             DeliveryLogLine.parse(Self.line("stockroom-delivery/1 tx=2000000123 method=GET status=200 sent=20000 completion=OK range=")))
-        #expect(line == DeliveryLogLine(transactionID: "2000000123", method: "GET", status: 200, bytesSent: 20000, completed: true, contentRange: nil))
+        #expect(
+            line
+                == DeliveryLogLine(
+                    transactionID: "2000000123", method: "GET", status: 200, bytesSent: 20000, completed: true, contentRange: nil))
     }
 
     @Test func aRangeLineWithHostnameAndNewlineIsRead() throws {
-        let datagram = Array("<190>Nov 22 17:00:00 web-1 stockroom: stockroom-delivery/1 tx=77 method=GET status=206 sent=12 completion= range=bytes 5-16/100\n".utf8)
+        let datagram = Array(
+            "<190>Nov 22 17:00:00 web-1 stockroom: stockroom-delivery/1 tx=77 method=GET status=206 sent=12 completion= range=bytes 5-16/100\n"
+                .utf8)
         let line = try #require(DeliveryLogLine.parse(datagram))
         #expect(line.completed == false)
         #expect(line.contentRange == DeliveryLogLine.ContentRange(first: 5, last: 16, total: 100))
@@ -27,7 +32,8 @@ import Testing
     }
 
     @Test func nginxsDashForAMissingValueIsNoRange() throws {
-        let line = try #require(DeliveryLogLine.parse(Self.line("stockroom-delivery/1 tx=1 method=HEAD status=200 sent=0 completion=OK range=-")))
+        let line = try #require(
+            DeliveryLogLine.parse(Self.line("stockroom-delivery/1 tx=1 method=HEAD status=200 sent=0 completion=OK range=-")))
         #expect(line.contentRange == nil)
         #expect(line.method == "HEAD")
     }
@@ -90,11 +96,15 @@ import Testing
 
     // MARK: From a line to the ledger's report
 
-    static func report(_ status: Int, sent: Int64, completed: Bool = true, range: DeliveryLogLine.ContentRange? = nil, method: String = "GET", size: Int64 = 100)
+    static func report(
+        _ status: Int, sent: Int64, completed: Bool = true, range: DeliveryLogLine.ContentRange? = nil, method: String = "GET",
+        size: Int64 = 100
+    )
         -> DeliveryReport?
     {
         OffloadDeliveryRecorder.report(
-            for: DeliveryLogLine(transactionID: "1", method: method, status: status, bytesSent: sent, completed: completed, contentRange: range),
+            for: DeliveryLogLine(
+                transactionID: "1", method: method, status: status, bytesSent: sent, completed: completed, contentRange: range),
             fileSize: size)
     }
 
@@ -105,7 +115,9 @@ import Testing
 
     @Test func aCutOrShortBodyIsInterrupted() {
         #expect(Self.report(200, sent: 40, completed: false) == DeliveryReport(range: 0...99, bytesSent: 40, complete: false))
-        #expect(Self.report(200, sent: 40, completed: true) == DeliveryReport(range: 0...99, bytesSent: 40, complete: false), "OK with bytes missing")
+        #expect(
+            Self.report(200, sent: 40, completed: true) == DeliveryReport(range: 0...99, bytesSent: 40, complete: false),
+            "OK with bytes missing")
     }
 
     @Test func aRangeReportsItsOwnBytes() {

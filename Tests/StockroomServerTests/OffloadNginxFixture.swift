@@ -7,7 +7,7 @@ import Testing
 @testable import StockroomServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real nginx on loopback, configured with the site `stockroom deploy nginx` prints
@@ -74,7 +74,9 @@ struct OffloadNginxFixture: Sendable {
     }
 
     /// `POST /v1/downloads` for `purchase` through nginx.
-    func post(_ purchase: SimulatorControl.Purchase, product: String = DownloadFixture.book, limit: Int = 16 << 20) async throws -> UpstreamResponse {
+    func post(_ purchase: SimulatorControl.Purchase, product: String = DownloadFixture.book, limit: Int = 16 << 20) async throws
+        -> UpstreamResponse
+    {
         let body = try JSONSerialization.data(withJSONObject: [
             "productId": product, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData,
         ])

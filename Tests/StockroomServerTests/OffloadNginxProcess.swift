@@ -4,7 +4,7 @@ import StockroomTestSupport
 @testable import StockroomServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One nginx master process in the foreground, with its whole state (configuration, pid, logs,

@@ -38,7 +38,8 @@ import Testing
             #expect(attempts.first.map { [$0.rangeStart, $0.rangeEnd, $0.bytes] } == [0, 19_999, 20_000])
             // Delivered through nginx, so the app may acknowledge.
             let token = try #require(headers["x-download-token"])
-            let ack = try await nginx.send(.post, "/v1/downloads/\(purchase.transactionId)/ack", headers: [("Authorization", "Bearer \(token)")])
+            let ack = try await nginx.send(
+                .post, "/v1/downloads/\(purchase.transactionId)/ack", headers: [("Authorization", "Bearer \(token)")])
             #expect(ack.status == 200)
         }
     }
@@ -64,7 +65,8 @@ import Testing
             let stale = try await nginx.content(tx, token: token, headers: [("Range", "bytes=15000-"), ("If-Range", "\"old\"")])
             #expect(stale.status == 200)
             #expect(stale.body == ServerFixture.book)
-            let dated = try await nginx.content(tx, token: token, headers: [("Range", "bytes=15000-"), ("If-Range", "Sun, 22 Nov 2026 10:00:00 GMT")])
+            let dated = try await nginx.content(
+                tx, token: token, headers: [("Range", "bytes=15000-"), ("If-Range", "Sun, 22 Nov 2026 10:00:00 GMT")])
             #expect(dated.status == 200, "a date never matches Stockroom's strong ETag")
             let several = try await nginx.content(tx, token: token, headers: [("Range", "bytes=0-1,5-6")])
             #expect(several.status == 200, "several ranges get the whole file, as from Stockroom")

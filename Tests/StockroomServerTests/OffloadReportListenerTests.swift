@@ -6,13 +6,15 @@ import Testing
 @testable import StockroomServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The server side of offload without nginx: the headers-only answer, and the report port fed
 /// by hand with what nginx, or anything else on this machine, might send.
 @Suite struct OffloadReportListenerTests {
-    static func withOffload<Value: Sendable>(_ body: @Sendable @escaping (DownloadFixture, UDPSender) async throws -> Value) async throws -> Value {
+    static func withOffload<Value: Sendable>(_ body: @Sendable @escaping (DownloadFixture, UDPSender) async throws -> Value) async throws
+        -> Value
+    {
         let port = try FreePort.make(SOCK_DGRAM)
         let offload = ContentOffload(report: try OffloadReportAddress(host: "127.0.0.1", port: port))
         return try await DownloadFixture.run({ $0.offload = offload }) { fixture in
@@ -32,7 +34,8 @@ import Glibc
             #expect(response.headers[.init("X-Download-Token")!]?.hasPrefix("v1.") == true)
             #expect(response.headers[.contentType] == "application/epub+zip")
             let token = DownloadFixture.token(purchase.transactionId)
-            let resumed = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=99999-"])
+            let resumed = try await fixture.get(
+                "/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=99999-"])
             #expect(resumed.status == .ok, "nginx, not Stockroom, answers the range (416 here)")
             #expect(resumed.headers[.init("X-Accel-Redirect")!] == "/_protected/books/book.epub")
             let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
@@ -50,7 +53,8 @@ import Glibc
             let header = "<190>Nov 22 17:00:00 stockroom: stockroom-delivery/1 "
             let hostile: [[UInt8]] = [
                 [], [0], [UInt8](repeating: 0xff, count: 1500), Array(String(repeating: "A", count: 60_000).utf8),
-                Array((header + "tx=\(tx) method=GET status=200 sent=20000 completion=OK range=" + String(repeating: " ", count: 2000)).utf8),
+                Array(
+                    (header + "tx=\(tx) method=GET status=200 sent=20000 completion=OK range=" + String(repeating: " ", count: 2000)).utf8),
                 Array((header + "tx=990000000000002 method=GET status=200 sent=20000 completion=OK range=").utf8),  // unknown
                 Array((header + "tx=\(tx) method=GET status=206 sent=10 completion=OK range=bytes 0-9/50000").utf8),  // another file
                 Array((header + "tx=\(tx) method=GET status=200 sent=20001 completion=OK range=").utf8),  // more than the file

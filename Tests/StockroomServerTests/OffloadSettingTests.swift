@@ -24,16 +24,21 @@ import Testing
 
     @Test(arguments: ["_protected/", "/_protected", "/", "//", "/a b/", "/a;b/", "/$x/", "/../", "/a/./", "/a//b/", "/é/"])
     func aPrefixNginxCouldMisreadIsRefused(_ prefix: String) {
-        #expect(throws: OffloadSettingError.prefix(prefix)) { try ContentOffload.parse(mode: "x-accel-redirect", prefix: prefix, report: nil) }
+        #expect(throws: OffloadSettingError.prefix(prefix)) {
+            try ContentOffload.parse(mode: "x-accel-redirect", prefix: prefix, report: nil)
+        }
     }
 
-    @Test(arguments: ["0.0.0.0:5514", "10.0.0.1:5514", "localhost:5514", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", "::1:5514", "127.0.0.1:+1", ""])
+    @Test(arguments: [
+        "0.0.0.0:5514", "10.0.0.1:5514", "localhost:5514", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", "::1:5514", "127.0.0.1:+1", "",
+    ])
     func aReportAddressOffLoopbackOrMalformedIsRefused(_ text: String) {
         #expect(throws: OffloadSettingError.report(text)) { try OffloadReportAddress(parsing: text) }
     }
 
     @Test func theRedirectNamesTheFileWithEveryUnsafeBytePercentEncoded() {
-        #expect(AccelRedirect.target(prefix: "/_protected/", relativePath: "books/field-guide.epub") == "/_protected/books/field-guide.epub")
+        #expect(
+            AccelRedirect.target(prefix: "/_protected/", relativePath: "books/field-guide.epub") == "/_protected/books/field-guide.epub")
         #expect(AccelRedirect.target(prefix: "/p/", relativePath: "a b?#%é.bin") == "/p/a%20b%3F%23%25%C3%A9.bin")
         #expect(AccelRedirect.target(prefix: "/p/", relativePath: "a\r\nX-Evil: 1") == "/p/a%0D%0AX-Evil%3A%201")
         for unsafe in ["", "/etc/passwd", "a/../b", "./a", "a//b", "a/", "a\u{0}b"] {
@@ -80,7 +85,8 @@ import Testing
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         openssl.arguments = [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=stockroom.test", "-days", "1",
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=stockroom.test", "-days",
+            "1",
             "-keyout", key, "-out", certificate,
         ]
         openssl.standardOutput = FileHandle.nullDevice

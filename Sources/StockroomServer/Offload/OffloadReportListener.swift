@@ -39,7 +39,9 @@ struct OffloadReportListener: Service {
     private func bind() async throws -> NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, Never> {
         try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DeliveryLogLine.maximumLength + 1))
+            .channelOption(
+                ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DeliveryLogLine.maximumLength + 1)
+            )
             .bind(host: address.host, port: address.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, Never>(wrappingChannelSynchronously: channel)
