@@ -22,9 +22,8 @@ struct OffloadReportListener: Service {
         } catch {
             throw OffloadReportListenerError(address: address, reason: "\(error)")
         }
-        logger.info(
-            "receiving nginx delivery reports",
-            metadata: ["address": .string(channel.channel.localAddress.map { "\($0)" } ?? address.description)])
+        let port = channel.channel.localAddress?.port ?? address.port
+        logger.info("receiving nginx delivery reports", metadata: ["address": .string("\(address.host):\(port)")])
         try await withGracefulShutdownHandler {
             try await channel.executeThenClose { inbound in
                 for try await envelope in inbound {
@@ -36,9 +35,9 @@ struct OffloadReportListener: Service {
         }
     }
 
+    /// No SO_REUSEADDR: on UDP it would let a second server share the port and take the reports.
     private func bind() async throws -> NIOAsyncChannel<AddressedEnvelope<ByteBuffer>, Never> {
         try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .channelOption(
                 ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: DeliveryLogLine.maximumLength + 1)
             )
