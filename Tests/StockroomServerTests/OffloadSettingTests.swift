@@ -116,4 +116,13 @@ import Testing
             #expect(test.terminationStatus == 0, "nginx -t: \(said)")
         }
     }
+
+    @Test func theCheckedInDeployFileIsWhatTheCommandPrintsForTheExamplePaths() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let checkedIn = try String(contentsOf: root.appendingPathComponent("deploy/nginx.conf"), encoding: .utf8)
+        let site = try NginxSite(
+            listen: "443", stockroom: "http://127.0.0.1:8080", contentFolder: "/srv/stockroom/content",
+            tls: .init(certificate: "/etc/ssl/stockroom/fullchain.pem", key: "/etc/ssl/stockroom/privkey.pem"))
+        #expect(checkedIn == site.httpInclude, "regenerate deploy/nginx.conf with stockroom deploy nginx (README, Behind nginx)")
+    }
 }

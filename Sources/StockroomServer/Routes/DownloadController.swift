@@ -98,6 +98,8 @@ struct DownloadController<Context: ClientAddressContext> {
     }
 
     /// Streams the product's file; the ledger hears how the body ended, and the slot is given back.
+    /// With offload, answers with the headers and `X-Accel-Redirect` instead, and nginx's report
+    /// tells the ledger.
     private func stream(
         _ row: Fulfilment, product: Product, head: HTTPRequest?, token: String?, slot: DownloadSlot, context: Context
     ) async throws -> Response {
