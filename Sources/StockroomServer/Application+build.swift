@@ -93,7 +93,8 @@ public func buildApplication(
     router.add(middleware: RequestLogMiddleware())
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: ErrorMiddleware())
-    HealthController(catalog: catalogStore, metrics: metrics).addRoutes(to: router)
+    let slots = configuration.downloadSlots()
+    HealthController(catalog: catalogStore, metrics: metrics, ledger: ledger, slots: slots).addRoutes(to: router)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
     let signedTransactions = SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil)
     let entitlements = Entitlements(
@@ -105,7 +106,7 @@ public func buildApplication(
     let contentStore = LocalContentStore(jail: jail)
     DownloadController(
         catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: contentStore),
-        slots: configuration.downloadSlots(), offload: configuration.offloadResponder(store: contentStore)
+        slots: slots, offload: configuration.offloadResponder(store: contentStore)
     ).addRoutes(to: router.group("v1"))
     if let adminToken = configuration.adminToken {
         AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))

@@ -16,6 +16,9 @@ public protocol Ledger: Sendable {
     /// Kept proofs, oldest first; `status` nil lists every one.
     func pendingProofs(status: PendingProof.Status?, limit: Int) async throws -> [PendingProof]
 
+    /// How many fulfilments are in each state (states with none are absent): for `/metrics`.
+    func stateCounts() async throws -> [FulfilmentState: Int]
+
     // MARK: Decisions
     /// Records what `proof` says and decides whether it entitles the claim: refunds revoke the
     /// whole purchase, a revoked purchase stays revoked, the product must be the one asked for,

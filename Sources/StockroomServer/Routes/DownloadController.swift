@@ -121,6 +121,7 @@ struct DownloadController<Context: ClientAddressContext> {
         let size = product.size
         return try await responder.response(to: plannedHead, representation: product.representation, extraHeaders: headers) { report in
             slot.release()
+            StockroomMetrics.bytesStreamed(report.bytesSent)
             do {
                 try await ledger.recordDelivery(transactionID, report: report, fileSize: size)
             } catch {
