@@ -29,6 +29,7 @@ struct OffloadDeliveryRecorder: Sendable {
                 if line.method != "HEAD" { logger.notice("delivery report that does not match the file ignored", metadata: metadata) }
                 return
             }
+            StockroomMetrics.bytesStreamed(report.bytesSent)
             try await ledger.recordDelivery(line.transactionID, report: report, fileSize: product.size)
         } catch {
             metadata["error"] = "\(error)"
