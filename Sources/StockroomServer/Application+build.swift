@@ -103,9 +103,10 @@ public func buildApplication(
         policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow),
         gate: configuration.upstreamRateLimiter(), logger: logger)
     NotificationController(entitlements: entitlements).addRoutes(to: router.group("v1"))
+    let contentStore = LocalContentStore(jail: jail)
     DownloadController(
-        catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: LocalContentStore(jail: jail)),
-        slots: slots
+        catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: contentStore),
+        slots: slots, offload: configuration.offloadResponder(store: contentStore)
     ).addRoutes(to: router.group("v1"))
     if let adminToken = configuration.adminToken {
         AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))
@@ -122,7 +123,8 @@ public func buildApplication(
         router: router,
         server: .http1(limitsOf: configuration),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Stockroom"),
-        services: [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)],
+        services: [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)]
+            + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger),
         logger: logger
     )
 }
