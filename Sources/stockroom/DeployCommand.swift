@@ -36,8 +36,11 @@ struct DeployNginxCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Where nginx listens: ADDR:PORT, [IPv6]:PORT or PORT.", valueName: "addr:port"))
     var listen: String
 
-    @Option(help: ArgumentHelp("Stockroom's URL as nginx reaches it, e.g. http://127.0.0.1:8080.", valueName: "url"))
-    var stockroom: String
+    @Option(
+        help: ArgumentHelp(
+            "Stockroom's URL as nginx reaches it, e.g. http://127.0.0.1:8080; repeat it for several instances sharing one PostgreSQL ledger.",
+            valueName: "url"))
+    var stockroom: [String]
 
     @Option(help: ArgumentHelp("The content folder, as Stockroom's --content (made absolute).", valueName: "dir"))
     var content: String
@@ -63,7 +66,7 @@ struct DeployNginxCommand: ParsableCommand {
             var tls: NginxSite.TLSFiles?
             if let tlsCert, let tlsKey { tls = NginxSite.TLSFiles(certificate: Self.absolute(tlsCert), key: Self.absolute(tlsKey)) }
             let site = try NginxSite(
-                listen: listen, stockroom: stockroom, contentFolder: Self.absolute(content), offloadPrefix: offloadPrefix,
+                listen: listen, stockrooms: stockroom, contentFolder: Self.absolute(content), offloadPrefix: offloadPrefix,
                 report: try OffloadReportAddress(parsing: report), tls: tls)
             print(site.httpInclude, terminator: "")
         } catch let error as NginxSiteError {

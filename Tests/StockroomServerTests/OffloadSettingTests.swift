@@ -79,6 +79,15 @@ import Testing
         #expect(!text.contains("ssl"))
     }
 
+    @Test func severalInstancesShareOneUpstreamOfOneScheme() throws {
+        let site = try NginxSite(listen: "8443", stockrooms: ["http://10.0.0.1:8081", "http://10.0.0.2:8081/"], contentFolder: "/srv/content")
+        #expect(site.httpInclude.contains("upstream stockroom {\n    server 10.0.0.1:8081;\n    server 10.0.0.2:8081;\n    keepalive 32;"))
+        #expect(throws: NginxSiteError.self) {
+            try NginxSite(listen: "8443", stockrooms: ["http://10.0.0.1:8081", "https://10.0.0.2:8443"], contentFolder: "/srv/content")
+        }
+        #expect(throws: NginxSiteError.self) { try NginxSite(listen: "8443", stockrooms: [], contentFolder: "/srv/content") }
+    }
+
     @Test func nginxAcceptsTheSiteWithAndWithoutTLS() throws {
         let folder = try TemporaryFolder()
         let certificate = folder.path + "/cert.pem", key = folder.path + "/key.pem"
@@ -100,6 +109,8 @@ import Testing
             try NginxSite(
                 listen: "127.0.0.1:18443", stockroom: "https://[::1]", contentFolder: folder.path, offloadPrefix: "/files/",
                 tls: .init(certificate: certificate, key: key)),
+            // Two instances sharing a PostgreSQL ledger.
+            try NginxSite(listen: "127.0.0.1:18443", stockrooms: ["http://127.0.0.1:8081", "http://127.0.0.1:8082"], contentFolder: folder.path),
         ]
         for site in sites {
             try folder.write("stockroom.conf", site.httpInclude)

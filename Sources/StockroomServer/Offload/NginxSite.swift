@@ -19,7 +19,8 @@ public struct NginxSite: Sendable, Equatable {
     /// nginx's `listen`: `ADDR:PORT`, `[v6]:PORT` or `PORT`.
     public let listen: String
     /// Stockroom's `host:port`, from the URL given.
-    public let stockroomAuthority: String
+    /// Each Stockroom instance nginx balances over (`--stockroom`, repeatable), as host:port.
+    public let stockroomAuthorities: [String]
     public let stockroomScheme: String
     /// The content folder, absolute, without a trailing `/`.
     public let contentFolder: String
@@ -32,10 +33,22 @@ public struct NginxSite: Sendable, Equatable {
         listen: String, stockroom: String, contentFolder: String, offloadPrefix: String = ContentOffload.defaultPrefix,
         report: OffloadReportAddress = .default, tls: TLSFiles? = nil
     ) throws(NginxSiteError) {
+        try self.init(listen: listen, stockrooms: [stockroom], contentFolder: contentFolder, offloadPrefix: offloadPrefix, report: report, tls: tls)
+    }
+
+    /// The same for several instances sharing one ledger (PostgreSQL): nginx balances over them,
+    /// and every one of them may send the file. They share one scheme.
+    public init(
+        listen: String, stockrooms: [String], contentFolder: String, offloadPrefix: String = ContentOffload.defaultPrefix,
+        report: OffloadReportAddress = .default, tls: TLSFiles? = nil
+    ) throws(NginxSiteError) {
         self.listen = try NginxSiteSetting.listen(listen)
-        let upstream = try NginxSiteSetting.upstream(stockroom)
-        self.stockroomScheme = upstream.scheme
-        self.stockroomAuthority = upstream.authority
+        guard let first = stockrooms.first, stockrooms.count <= 64 else { throw .value(flag: "--stockroom", stockrooms.first ?? "") }
+        var upstreams: [(scheme: String, authority: String)] = []
+        for url in stockrooms { upstreams.append(try NginxSiteSetting.upstream(url)) }
+        guard upstreams.allSatisfy({ $0.scheme == upstreams[0].scheme }) else { throw .value(flag: "--stockroom", first) }
+        self.stockroomScheme = upstreams[0].scheme
+        self.stockroomAuthorities = upstreams.map(\.authority)
         self.contentFolder = try NginxSiteSetting.absolutePath(contentFolder, flag: "--content")
         guard ContentOffload.isValidPrefix(offloadPrefix) else { throw .value(flag: "--offload-prefix", offloadPrefix) }
         self.offloadPrefix = offloadPrefix
@@ -72,7 +85,7 @@ public struct NginxSite: Sendable, Equatable {
         \(Self.logFormat)
 
         upstream stockroom {
-            server \(stockroomAuthority);
+            \(stockroomAuthorities.map { "server \($0);" }.joined(separator: "\n    "))
             keepalive 32;
             # Shorter than Stockroom's --idle-timeout (60s), so nginx never reuses a connection
             # Stockroom is closing.
