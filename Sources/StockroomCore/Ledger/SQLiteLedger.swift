@@ -97,16 +97,32 @@ public struct SQLiteLedger: Ledger {
         }
     }
 
+    public func leasePendingProofs(limit: Int, until: Date, now: Date) async throws -> [PendingProof] {
+        try await database.writer.write { db in
+            try PendingProof.fetchAll(
+                db,
+                sql: """
+                    UPDATE pending_proofs SET leased_until = ? WHERE id IN
+                      (SELECT id FROM pending_proofs WHERE status = 'pending' AND (leased_until IS NULL OR leased_until <= ?) ORDER BY id LIMIT ?)
+                    RETURNING *
+                    """,
+                arguments: [until, now, limit]
+            ).sorted { ($0.id ?? 0) < ($1.id ?? 0) }
+        }
+    }
+
     public func rejectPendingProof(id: Int64, reason: String, now: Date) async throws {
         try await database.writer.write { db in
             try db.execute(
-                sql: "UPDATE pending_proofs SET status = 'rejected', last_error = ?, updated_at = ? WHERE id = ?", arguments: [reason, now, id])
+                sql: "UPDATE pending_proofs SET status = 'rejected', last_error = ?, updated_at = ?, leased_until = NULL WHERE id = ?",
+                arguments: [reason, now, id])
         }
     }
 
     public func notePendingProof(id: Int64, error: String, now: Date) async throws {
         try await database.writer.write { db in
-            try db.execute(sql: "UPDATE pending_proofs SET last_error = ?, updated_at = ? WHERE id = ?", arguments: [error, now, id])
+            try db.execute(
+                sql: "UPDATE pending_proofs SET last_error = ?, updated_at = ?, leased_until = NULL WHERE id = ?", arguments: [error, now, id])
         }
     }
 
