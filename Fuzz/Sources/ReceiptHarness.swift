@@ -12,6 +12,10 @@ enum ReceiptHarness {
             guard let signed = try? FuzzFixtures.chain.signReceipt(payload: rest) else { return }
             readAll(base64: ByteEncoding.base64(signed))
         case UInt8(ascii: "B"):
+            // The structural reader a download uses must never read other content than OpenSSL.
+            if let claimed = SignedData.claimedContent(of: rest), let content = SignedData.content(of: rest), claimed != content {
+                fatalError("the BER reader and OpenSSL read different content from one SignedData")
+            }
             readAll(base64: ByteEncoding.base64(rest))
         case UInt8(ascii: "P"):
             _ = AppReceipt.decode(payload: rest)

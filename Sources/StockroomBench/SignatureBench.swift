@@ -3,7 +3,8 @@ import Foundation
 import StockroomCore
 
 /// StoreKit 2 JWS verifications per second (chain to the root, OIDs, ES256) and local receipt
-/// reads per second (PKCS#7 + chain at the creation date), with one task and with two.
+/// reads per second (PKCS#7 + chain at the creation date), and the unverified read every
+/// download makes first (`ReceiptProof.parse`), with one task and with two.
 struct SignatureBench {
     let count: Int
 
@@ -32,7 +33,12 @@ struct SignatureBench {
                     throw BenchError("a receipt did not verify")
                 }
             }
-            print("\(tasks) task\(tasks == 1 ? "" : "s"): \(jwsRate) JWS verifications/s, \(receiptRate) receipt verifications/s")
+            let proofRate = try await rate(tasks: tasks) {
+                guard ReceiptProof.parse(receiptData) != nil else { throw BenchError("a receipt was not read") }
+            }
+            print(
+                "\(tasks) task\(tasks == 1 ? "" : "s"): \(jwsRate) JWS verifications/s, \(receiptRate) receipt verifications/s, "
+                    + "\(proofRate) local receipt reads/s (a download's ReceiptProof.parse)")
         }
     }
 

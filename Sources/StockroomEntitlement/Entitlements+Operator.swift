@@ -33,7 +33,12 @@ extension Entitlements {
 
     /// Re-verifies every kept pending proof; a valid one becomes an entitlement from Apple's answer.
     public func refulfilPending(dryRun: Bool = false, progress: (Int, Int) -> Void = { _, _ in }) async throws -> [Reverification] {
-        let proofs = try await ledger.pendingProofs(status: .pending, limit: 100_000)
+        // A dry run changes nothing, the lease included; a real run holds what it verifies, so a
+        // second run at the same time (here or on another instance) takes only the rest.
+        let proofs =
+            dryRun
+            ? try await ledger.pendingProofs(status: .pending, limit: 100_000)
+            : try await ledger.leasePendingProofs(limit: 100_000, until: now().addingTimeInterval(Self.pendingLease), now: now())
         var outcomes: [Reverification] = []
         for (index, pending) in proofs.enumerated() {
             outcomes.append(try await refulfil(pending, dryRun: dryRun))
@@ -41,6 +46,10 @@ extension Entitlements {
         }
         return outcomes
     }
+
+    /// How long a run holds the pending proofs it took: far longer than verifying them takes,
+    /// short enough that a run that died leaves them to the next.
+    static let pendingLease: TimeInterval = 600
 
     private func refulfil(_ pending: PendingProof, dryRun: Bool) async throws -> Reverification {
         func outcome(_ kind: Reverification.Kind, _ after: String, _ detail: String) -> Reverification {

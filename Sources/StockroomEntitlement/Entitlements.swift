@@ -41,7 +41,10 @@ public struct Entitlements: Sendable {
     public func claim(_ request: ClaimRequest) async throws -> Claim {
         switch request.proof {
         case .receipt(let text):
-            guard let proof = ReceiptProof.parse(text) else { return .refused(.rejected(.malformedReceipt)) }
+            guard let proof = ReceiptProof.parse(text) else {
+                StockroomMetrics.verification(proof: "receipt", outcome: "malformed", environment: nil)
+                return .refused(.rejected(.malformedReceipt))
+            }
             return try await claim(receipt: proof, request)
         case .signedTransaction(let jws):
             return try await claim(signed: jws, request)
@@ -55,6 +58,7 @@ public struct Entitlements: Sendable {
         if let served = try await recentlyVerified(candidates, digest: proof.digest, request) { return served }
         if let gate, let wait = gate.admit(request.client) { return .limited(retryAfter: wait) }
         let verdict = await receipts.verify(proof, productID: request.productID, transactionID: request.transactionID, freshness: .cachedAllowed)
+        StockroomMetrics.verification(proof: "receipt", outcome: verdict.metricsOutcome, environment: verdict.environment ?? proof.claimedEnvironment)
         switch verdict {
         case .valid(let receipt):
             guard let verified = VerifiedProof(receipt: receipt, proof: proof) else {
@@ -96,15 +100,22 @@ public struct Entitlements: Sendable {
         let verified: VerifiedProof
         switch VerifiedProof.verifying(jws, with: signedTransactions) {
         case .success(let proof): verified = proof
-        case .failure(let failure): return .refused(.signedTransactionRejected(failure))
+        case .failure(let failure):
+            StockroomMetrics.verification(proof: "signedTransaction", outcome: "invalid", environment: nil)
+            return .refused(.signedTransactionRejected(failure))
         }
         if let named = request.transactionID, named != verified.transactionID {
             return .refused(.rejected(.transactionNotInReceipt(named)))
         }
-        guard let serverAPI else { return try await decide(verified, request) }
+        guard let serverAPI else {
+            StockroomMetrics.verification(proof: "signedTransaction", outcome: "valid", environment: verified.environment)
+            return try await decide(verified, request)
+        }
         if let served = try await recentlyVerified([verified.transactionID], digest: verified.digest, request) { return served }
         if let gate, let wait = gate.admit(request.client) { return .limited(retryAfter: wait) }
-        switch await serverAPI.transaction(verified.transactionID) {
+        let lookup = await serverAPI.transaction(verified.transactionID)
+        StockroomMetrics.verification(proof: "signedTransaction", outcome: lookup.metricsOutcome, environment: verified.environment)
+        switch lookup {
         case .found(let info, _):
             guard case .success(let current) = VerifiedProof.verifying(info, with: signedTransactions) else {
                 return try await outage([verified.transactionID], draft: pendingDraft(verified, request, "the API's transaction does not verify"), request, retryAfter: .seconds(60))
@@ -153,6 +164,7 @@ public struct Entitlements: Sendable {
                 RecordedProofRequest(transactionID: id, digest: digest, productID: request.productID, appAccountToken: request.appAccountToken),
                 now: now)
             {
+                StockroomMetrics.verification(proof: served.proofKind.rawValue, outcome: "recorded", environment: served.environment)
                 return entitled(served)
             }
         }
@@ -185,5 +197,35 @@ public struct Entitlements: Sendable {
 
     func entitled(_ row: Fulfilment) -> Claim {
         .entitled(row, token: tokens.token(transactionID: row.transactionID, productID: row.productID, now: now()))
+    }
+}
+
+extension ReceiptVerdict {
+    /// The `outcome` label of `stockroom_verifications_total`.
+    var metricsOutcome: String {
+        switch self {
+        case .valid: "valid"
+        case .invalid(.revoked): "revoked"
+        case .invalid(.expired): "expired"
+        case .invalid: "invalid"
+        case .unavailable: "unavailable"
+        }
+    }
+
+    /// The environment Apple answered for, when it did.
+    var environment: StoreEnvironment? {
+        if case .valid(let receipt) = self { return receipt.environment }
+        return nil
+    }
+}
+
+extension AppStoreServerAPIClient.Lookup {
+    /// The `outcome` label of `stockroom_verifications_total`.
+    var metricsOutcome: String {
+        switch self {
+        case .found: "valid"
+        case .notFound: "invalid"
+        case .unavailable: "unavailable"
+        }
     }
 }

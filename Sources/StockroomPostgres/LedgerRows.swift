@@ -27,7 +27,7 @@ enum LedgerRows {
 
     static let fulfilment = json("f", times: fulfilmentTimes)
     static let attempt = json("a", times: ["at"])
-    static let pendingProof = json("p", times: ["created_at", "updated_at"])
+    static let pendingProof = json("p", times: ["created_at", "updated_at", "leased_until"])
 
     /// Decodes the first column of each row (JSON text from `json(_:times:)`) as `Record`.
     static func decode<Record: Decodable>(_ type: Record.Type, _ rows: PostgresRowSequence) async throws -> [Record] {

@@ -33,10 +33,26 @@ extension PostgresLedger {
         }
     }
 
+    public func leasePendingProofs(limit: Int, until: Date, now: Date) async throws -> [PendingProof] {
+        try await database.read { connection in
+            // SKIP LOCKED: a run that is leasing the same rows right now is passed over, not waited for.
+            let leased = try await LedgerRows.decode(
+                PendingProof.self,
+                try await connection.query(
+                    """
+                    UPDATE pending_proofs p SET leased_until = \(Timestamp(until)) WHERE p.id IN
+                      (SELECT id FROM pending_proofs WHERE status = 'pending' AND (leased_until IS NULL OR leased_until <= \(Timestamp(now)))
+                       ORDER BY id LIMIT \(max(0, limit)) FOR UPDATE SKIP LOCKED)
+                    RETURNING \(unescaped: LedgerRows.pendingProof)
+                    """, logger: logger))
+            return leased.sorted { ($0.id ?? 0) < ($1.id ?? 0) }
+        }
+    }
+
     public func rejectPendingProof(id: Int64, reason: String, now: Date) async throws {
         try await database.read { connection in
             try await connection.query(
-                "UPDATE pending_proofs SET status = 'rejected', last_error = \(reason), updated_at = \(Timestamp(now)) WHERE id = \(id)", logger: logger
+                "UPDATE pending_proofs SET status = 'rejected', last_error = \(reason), updated_at = \(Timestamp(now)), leased_until = NULL WHERE id = \(id)", logger: logger
             ).drain()
         }
     }
@@ -44,7 +60,7 @@ extension PostgresLedger {
     public func notePendingProof(id: Int64, error: String, now: Date) async throws {
         try await database.read { connection in
             try await connection.query(
-                "UPDATE pending_proofs SET last_error = \(error), updated_at = \(Timestamp(now)) WHERE id = \(id)", logger: logger
+                "UPDATE pending_proofs SET last_error = \(error), updated_at = \(Timestamp(now)), leased_until = NULL WHERE id = \(id)", logger: logger
             ).drain()
         }
     }

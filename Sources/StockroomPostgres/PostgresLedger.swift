@@ -69,6 +69,18 @@ public struct PostgresLedger: Ledger {
         }
     }
 
+    public func stateCounts() async throws -> [FulfilmentState: Int] {
+        try await database.read { connection in
+            var counts: [FulfilmentState: Int] = [:]
+            for try await (state, count) in try await connection.query("SELECT state, count(*) FROM fulfilments GROUP BY state", logger: logger)
+                .decode((String, Int).self)
+            {
+                if let state = FulfilmentState(rawValue: state) { counts[state] = count }
+            }
+            return counts
+        }
+    }
+
     public func notificationSeen(_ uuid: String) async throws -> Bool {
         try await database.read { connection in
             try await connection.query("SELECT 1 FROM notifications WHERE notification_uuid = \(uuid)", logger: logger).collect().count > 0

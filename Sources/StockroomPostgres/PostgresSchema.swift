@@ -104,6 +104,9 @@ enum PostgresSchema {
                 "CREATE INDEX pending_proofs_on_transaction_id ON pending_proofs (transaction_id)",
                 "CREATE INDEX pending_proofs_on_status ON pending_proofs (status)",
             ]),
+        Migration(
+            version: 5, name: "v5: a pending proof is leased to one re-verification at a time",
+            statements: ["ALTER TABLE pending_proofs ADD COLUMN leased_until timestamptz"]),
     ]
 
     /// Applies every migration `connection`'s database lacks, holding the lock meanwhile;

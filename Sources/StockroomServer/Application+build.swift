@@ -89,7 +89,8 @@ public func buildApplication(
     router.add(middleware: RequestLogMiddleware())
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: ErrorMiddleware())
-    HealthController(catalog: catalogStore, metrics: metrics).addRoutes(to: router)
+    let slots = configuration.downloadSlots()
+    HealthController(catalog: catalogStore, metrics: metrics, ledger: ledger, slots: slots).addRoutes(to: router)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
     let signedTransactions = SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil)
     let entitlements = Entitlements(
@@ -98,9 +99,10 @@ public func buildApplication(
         policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow),
         gate: configuration.upstreamRateLimiter(), logger: logger)
     NotificationController(entitlements: entitlements).addRoutes(to: router.group("v1"))
+    let contentStore = LocalContentStore(jail: jail)
     DownloadController(
-        catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: LocalContentStore(jail: jail)),
-        slots: configuration.downloadSlots()
+        catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: contentStore),
+        slots: slots, offload: configuration.offloadResponder(store: contentStore)
     ).addRoutes(to: router.group("v1"))
     if let adminToken = configuration.adminToken {
         AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))
@@ -118,7 +120,8 @@ public func buildApplication(
         server: .http1(limitsOf: configuration),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Stockroom"),
         // The ledger's pool comes first: services stop in reverse order, so it outlives the requests.
-        services: ledgerServices + [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)],
+        services: ledgerServices + [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)]
+            + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger),
         logger: logger
     )
 }

@@ -57,6 +57,8 @@ public struct ServerConfiguration: Sendable {
     public var adminToken: String?
     /// Whether sandbox purchases are served (`--sandbox`); App Review buys in the sandbox.
     public var sandbox: SandboxPolicy = .allow
+    /// When set (`--offload`), nginx sends content bytes and reports each delivery; nil streams.
+    public var offload: ContentOffload?
 
     // Limits: each has a `serve` flag and a STOCKROOM_ variable (ServerConfiguration+Limits).
     /// A connection with no request in progress is closed after this; zero never closes it.

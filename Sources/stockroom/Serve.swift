@@ -25,6 +25,7 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var options: ServerOptions
     @OptionGroup(title: "Limits") var limits: LimitOptions
+    @OptionGroup(title: "nginx offload") var offload: OffloadOptions
 
     func run() async throws {
         var configuration: StockroomServer.ServerConfiguration
@@ -34,6 +35,7 @@ struct Serve: AsyncParsableCommand {
             fail(refusal.description)
         }
         try limits.apply(to: &configuration)
+        try offload.apply(to: &configuration)
         StreamingMemory.bound()
         let logLevel = configuration.logLevel
         LoggingSystem.bootstrap { label in
@@ -136,6 +138,36 @@ struct LimitOptions: ParsableArguments {
         if let text = value(sandbox, "SANDBOX") {
             guard let policy = SandboxPolicy(rawValue: text) else { throw ValidationError("--sandbox must be allow or deny, not \"\(text)\"") }
             configuration.sandbox = policy
+        }
+    }
+}
+
+/// Whether nginx sends content bytes (`serve` only), each also read from `STOCKROOM_<NAME>`.
+struct OffloadOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "Who sends content bytes: off (Stockroom streams them) or x-accel-redirect (nginx sends them; `stockroom deploy nginx` prints its site) (STOCKROOM_OFFLOAD; default off).",
+            valueName: "mode"))
+    var offload: String?
+
+    @Option(help: ArgumentHelp("The URI prefix of nginx's internal content location (STOCKROOM_OFFLOAD_PREFIX; default /_protected/).", valueName: "prefix"))
+    var offloadPrefix: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Loopback address:port where nginx's syslog delivery reports arrive (STOCKROOM_OFFLOAD_REPORT; default \(StockroomServer.OffloadReportAddress.default)).",
+            valueName: "addr:port"))
+    var offloadReport: String?
+
+    /// Sets the offload given by flag or variable; a malformed one is a usage error naming the flag.
+    func apply(to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        let mode = offload ?? environment["STOCKROOM_OFFLOAD"] ?? "off"
+        do {
+            configuration.offload = try ContentOffload.parse(
+                mode: mode, prefix: offloadPrefix ?? environment["STOCKROOM_OFFLOAD_PREFIX"],
+                report: offloadReport ?? environment["STOCKROOM_OFFLOAD_REPORT"])
+        } catch {
+            throw ValidationError(error.description)
         }
     }
 }

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 import StockroomCore
+import StockroomTestSupport
 @testable import StockroomServer
 
 @Suite struct CatalogEndpointTests {
@@ -13,7 +14,8 @@ import StockroomCore
 
     @Test func theCatalogueListsProductsWithAStrongETag() async throws {
         let fixture = try ServerFixture()
-        try await fixture.application().test(.router) { client in
+        try await fixture.application().test(.router) { router in
+            let client = ContractRecorder(router)
             let response = try await client.execute(uri: "/v1/catalog", method: .get)
             #expect(response.status == .ok)
             #expect(response.headers[.contentType] == "application/json; charset=utf-8")
@@ -33,7 +35,8 @@ import StockroomCore
     @Test(arguments: ["SELF", "W/SELF", "\"x\", SELF", "*"])
     func aMatchingIfNoneMatchGets304WithoutABody(ifNoneMatch: String) async throws {
         let fixture = try ServerFixture()
-        try await fixture.application().test(.router) { client in
+        try await fixture.application().test(.router) { router in
+            let client = ContractRecorder(router)
             let etag = try #require(try await client.execute(uri: "/v1/catalog", method: .get).headers[.eTag])
             for uri in ["/v1/catalog", "/v1/catalog/com.example.book"] {
                 let response = try await client.execute(uri: uri, method: .get, headers: [.ifNoneMatch: ifNoneMatch.replacingOccurrences(of: "SELF", with: etag)])
@@ -46,7 +49,8 @@ import StockroomCore
 
     @Test func aStaleIfNoneMatchGetsTheBody() async throws {
         let fixture = try ServerFixture()
-        try await fixture.application().test(.router) { client in
+        try await fixture.application().test(.router) { router in
+            let client = ContractRecorder(router)
             let response = try await client.execute(uri: "/v1/catalog", method: .get, headers: [.ifNoneMatch: "\"0123\""])
             #expect(response.status == .ok)
             #expect(response.body.readableBytes > 0)
@@ -67,7 +71,8 @@ import StockroomCore
 
     @Test func oneProductIsServedByID() async throws {
         let fixture = try ServerFixture()
-        try await fixture.application().test(.router) { client in
+        try await fixture.application().test(.router) { router in
+            let client = ContractRecorder(router)
             let response = try await client.execute(uri: "/v1/catalog/com.example.book", method: .get)
             #expect(response.status == .ok)
             #expect(try Self.json(response.body)["title"] as? String == "Book")
@@ -83,7 +88,8 @@ import StockroomCore
     ])
     func errorsUseTheJSONShape(uri: String, status: HTTPResponse.Status, code: String) async throws {
         let fixture = try ServerFixture()
-        try await fixture.application().test(.router) { client in
+        try await fixture.application().test(.router) { router in
+            let client = ContractRecorder(router)
             let response = try await client.execute(uri: uri, method: .get)
             #expect(response.status == status)
             #expect(response.headers[.contentType] == "application/json; charset=utf-8")
@@ -95,7 +101,8 @@ import StockroomCore
 
     @Test func healthAndMetricsAnswer() async throws {
         let fixture = try ServerFixture()
-        try await fixture.application().test(.router) { client in
+        try await fixture.application().test(.router) { router in
+            let client = ContractRecorder(router)
             let health = try await client.execute(uri: "/healthz", method: .get)
             #expect(health.status == .ok)
             #expect(try Self.json(health.body)["status"] as? String == "ok")
@@ -107,7 +114,8 @@ import StockroomCore
 
     @Test func everyResponseCarriesARequestID() async throws {
         let fixture = try ServerFixture()
-        try await fixture.application().test(.router) { client in
+        try await fixture.application().test(.router) { router in
+            let client = ContractRecorder(router)
             let first = try await client.execute(uri: "/healthz", method: .get).headers[.init("X-Request-Id")!]
             let second = try await client.execute(uri: "/nowhere", method: .get).headers[.init("X-Request-Id")!]
             #expect(first != nil && second != nil && first != second)

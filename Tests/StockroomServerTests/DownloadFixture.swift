@@ -42,7 +42,7 @@ struct DownloadFixture: Sendable {
                 let configured = server
                 return try await configured.application().test(.live) { client in
                     try await configured.withLedger { ledger in
-                        try await body(DownloadFixture(control: control, client: client, ledger: ledger, databasePath: configured.configuration.databasePath))
+                        try await body(DownloadFixture(control: control, client: ContractRecorder(client), ledger: ledger, databasePath: configured.configuration.databasePath))
                     }
                 }
             }

@@ -138,6 +138,9 @@ public final class AppDatabase: Sendable {
                     WHERE state = 'revoked' AND revoked_by_operator_at IS NULL
                     """)
         }
+        migrator.registerMigration("v5: a pending proof is leased to one re-verification at a time") { db in
+            try db.alter(table: "pending_proofs") { table in table.add(column: "leased_until", .datetime) }
+        }
         return migrator
     }
 

@@ -16,6 +16,9 @@ public protocol Ledger: Sendable {
     /// Kept proofs, oldest first; `status` nil lists every one.
     func pendingProofs(status: PendingProof.Status?, limit: Int) async throws -> [PendingProof]
 
+    /// How many fulfilments are in each state (states with none are absent): for `/metrics`.
+    func stateCounts() async throws -> [FulfilmentState: Int]
+
     // MARK: Decisions
     /// Records what `proof` says and decides whether it entitles the claim: refunds revoke the
     /// whole purchase, a revoked purchase stays revoked, the product must be the one asked for,
@@ -26,6 +29,10 @@ public protocol Ledger: Sendable {
     func serveRecordedProof(_ request: RecordedProofRequest, now: Date) async throws -> Fulfilment?
     /// Keeps a proof that could not be verified; false when the bound for its transaction is reached.
     func keepPendingProof(_ proof: PendingProofDraft, now: Date) async throws -> Bool
+    /// Up to `limit` pending proofs that no other re-verification holds, oldest first, now held
+    /// by the caller until `until`: two `refulfil --pending` runs at once (on one machine or
+    /// several sharing a ledger) verify each proof once. Rejecting or noting a proof releases it.
+    func leasePendingProofs(limit: Int, until: Date, now: Date) async throws -> [PendingProof]
     /// Marks a pending proof rejected by the App Store.
     func rejectPendingProof(id: Int64, reason: String, now: Date) async throws
     /// Notes a failed re-verification attempt of a pending proof.

@@ -13,7 +13,7 @@ public struct SQLiteLedger: Ledger {
     // MARK: Reads
 
     public func fulfilment(_ transactionID: String) async throws -> Fulfilment? {
-        try await database.writer.read { db in try Fulfilment.fetchOne(db, key: transactionID) }
+        try await database.writer.read { db in try Self.row(db, transactionID) }
     }
 
     public func list(_ filter: FulfilmentFilter) async throws -> [Fulfilment] {
@@ -40,6 +40,16 @@ public struct SQLiteLedger: Ledger {
         }
     }
 
+    public func stateCounts() async throws -> [FulfilmentState: Int] {
+        try await database.writer.read { db in
+            var counts: [FulfilmentState: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT state, COUNT(*) AS count FROM fulfilments GROUP BY state") {
+                if let state = FulfilmentState(rawValue: row["state"]) { counts[state] = row["count"] }
+            }
+            return counts
+        }
+    }
+
     // MARK: Decisions
 
     public func claim(_ proof: VerifiedProof, terms: ClaimTerms, now: Date) async throws -> LedgerDecision {
@@ -48,9 +58,8 @@ public struct SQLiteLedger: Ledger {
             let decision = try EntitlementRules.claim(proof, terms: terms, purchase: &purchase, now: now)
             try purchase.save(db)
             if case .entitled = decision {
-                try db.execute(
-                    sql: "DELETE FROM pending_proofs WHERE transaction_id = ? AND proof_digest = ?",
-                    arguments: [proof.transactionID, proof.digest])
+                try db.cachedStatement(sql: "DELETE FROM pending_proofs WHERE transaction_id = ? AND proof_digest = ?")
+                    .execute(arguments: [proof.transactionID, proof.digest])
             }
             return decision
         }
@@ -58,7 +67,7 @@ public struct SQLiteLedger: Ledger {
 
     public func serveRecordedProof(_ request: RecordedProofRequest, now: Date) async throws -> Fulfilment? {
         try await database.writer.write { db in
-            guard let row = try Fulfilment.fetchOne(db, key: request.transactionID) else { return nil }
+            guard let row = try Self.row(db, request.transactionID) else { return nil }
             var purchase = try Self.purchase(db, transactionID: row.transactionID, originalTransactionID: row.originalTransactionID)
             guard let served = EntitlementRules.serveRecordedProof(request, purchase: &purchase, now: now) else { return nil }
             try purchase.save(db)
@@ -88,22 +97,38 @@ public struct SQLiteLedger: Ledger {
         }
     }
 
+    public func leasePendingProofs(limit: Int, until: Date, now: Date) async throws -> [PendingProof] {
+        try await database.writer.write { db in
+            try PendingProof.fetchAll(
+                db,
+                sql: """
+                    UPDATE pending_proofs SET leased_until = ? WHERE id IN
+                      (SELECT id FROM pending_proofs WHERE status = 'pending' AND (leased_until IS NULL OR leased_until <= ?) ORDER BY id LIMIT ?)
+                    RETURNING *
+                    """,
+                arguments: [until, now, limit]
+            ).sorted { ($0.id ?? 0) < ($1.id ?? 0) }
+        }
+    }
+
     public func rejectPendingProof(id: Int64, reason: String, now: Date) async throws {
         try await database.writer.write { db in
             try db.execute(
-                sql: "UPDATE pending_proofs SET status = 'rejected', last_error = ?, updated_at = ? WHERE id = ?", arguments: [reason, now, id])
+                sql: "UPDATE pending_proofs SET status = 'rejected', last_error = ?, updated_at = ?, leased_until = NULL WHERE id = ?",
+                arguments: [reason, now, id])
         }
     }
 
     public func notePendingProof(id: Int64, error: String, now: Date) async throws {
         try await database.writer.write { db in
-            try db.execute(sql: "UPDATE pending_proofs SET last_error = ?, updated_at = ? WHERE id = ?", arguments: [error, now, id])
+            try db.execute(
+                sql: "UPDATE pending_proofs SET last_error = ?, updated_at = ?, leased_until = NULL WHERE id = ?", arguments: [error, now, id])
         }
     }
 
     public func resume(_ transactionID: String, productID: String, now: Date) async throws -> LedgerDecision {
         try await database.writer.write { db in
-            guard let row = try Fulfilment.fetchOne(db, key: transactionID), row.productID == productID else {
+            guard let row = try Self.row(db, transactionID), row.productID == productID else {
                 return .refused(.unknownTransaction(transactionID))
             }
             var purchase = try Self.purchase(db, transactionID: row.transactionID, originalTransactionID: row.originalTransactionID)
@@ -115,7 +140,7 @@ public struct SQLiteLedger: Ledger {
 
     public func acknowledge(_ transactionID: String, productID: String, now: Date) async throws -> LedgerDecision {
         try await database.writer.write { db in
-            guard let row = try Fulfilment.fetchOne(db, key: transactionID), row.productID == productID else {
+            guard let row = try Self.row(db, transactionID), row.productID == productID else {
                 return .refused(.unknownTransaction(transactionID))
             }
             var purchase = try Self.purchase(db, transactionID: row.transactionID, originalTransactionID: row.originalTransactionID)
@@ -127,7 +152,7 @@ public struct SQLiteLedger: Ledger {
 
     public func reject(_ transactionID: String, digest: String?, reason: String, now: Date) async throws -> Fulfilment? {
         try await database.writer.write { db in
-            guard var row = try Fulfilment.fetchOne(db, key: transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
+            guard var row = try Self.row(db, transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
             guard EntitlementRules.reject(&row, digest: digest, reason: reason, now: now) else { return nil }
             try row.update(db)
             return row
@@ -153,7 +178,7 @@ public struct SQLiteLedger: Ledger {
 
     public func reinstate(_ transactionID: String, reason: String, now: Date) async throws -> [Fulfilment] {
         try await database.writer.write { db in
-            guard let row = try Fulfilment.fetchOne(db, key: transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
+            guard let row = try Self.row(db, transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
             var purchase = try Self.purchase(db, transactionID: row.transactionID, originalTransactionID: row.originalTransactionID)
             let changed = try EntitlementRules.lift(.operatorAction, reason: reason, purchase: &purchase, now: now)
             try purchase.save(db)
@@ -172,19 +197,19 @@ public struct SQLiteLedger: Ledger {
 
     public func recordDelivery(_ transactionID: String, report: DeliveryReport, fileSize: Int64) async throws {
         try await database.writer.write { db in
-            guard var row = try Fulfilment.fetchOne(db, key: transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
+            guard var row = try Self.row(db, transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
             let now = Date()
             var attempt = DownloadAttempt(
                 id: nil, transactionID: transactionID, rangeStart: report.range?.lowerBound, rangeEnd: report.range?.upperBound,
                 bytes: report.bytesSent, outcome: report.complete ? .complete : .interrupted, at: now)
             try attempt.insert(db)
             // Coalesce the log: the newest attempts stay, the counters keep the totals.
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     DELETE FROM download_attempts WHERE transaction_id = ? AND id NOT IN
                       (SELECT id FROM download_attempts WHERE transaction_id = ? ORDER BY id DESC LIMIT ?)
-                    """,
-                arguments: [transactionID, transactionID, DownloadAttempt.keptPerTransaction])
+                    """
+            ).execute(arguments: [transactionID, transactionID, DownloadAttempt.keptPerTransaction])
             EntitlementRules.recordDelivery(&row, report: report, fileSize: fileSize, now: now)
             try row.update(db)
         }
@@ -212,13 +237,19 @@ public struct SQLiteLedger: Ledger {
     }
 
     // MARK: Rows
+    // The statements every download runs are prepared once per connection and kept: preparing
+    // (and GRDB's authorizer pass) cost more than running them.
+
+    /// One transaction's row.
+    private static func row(_ db: Database, _ transactionID: String) throws -> Fulfilment? {
+        try Fulfilment.fetchOne(db.cachedStatement(sql: "SELECT * FROM fulfilments WHERE transaction_id = ?"), arguments: [transactionID])
+    }
 
     /// The transaction's row and every row of its purchase (restores), as the rules see them.
     private static func purchase(_ db: Database, transactionID: String, originalTransactionID: String) throws -> PurchaseRows {
-        let rows = try Fulfilment.filter(
-            Fulfilment.Columns.originalTransactionID == originalTransactionID || Fulfilment.Columns.transactionID == transactionID
-                || Fulfilment.Columns.transactionID == originalTransactionID
-        ).fetchAll(db)
+        let statement = try db.cachedStatement(
+            sql: "SELECT * FROM fulfilments WHERE original_transaction_id = ? OR transaction_id = ? OR transaction_id = ?")
+        let rows = try Fulfilment.fetchAll(statement, arguments: [originalTransactionID, transactionID, originalTransactionID])
         return PurchaseRows(rows: rows)
     }
 }

@@ -52,7 +52,7 @@ public struct ReceiptProof: Sendable, Equatable {
         guard let bytes = decode(text) else { return nil }
         let canonical = ByteEncoding.base64(bytes)
         let digest = ByteEncoding.hex(SHA256.hash(Array(canonical.utf8)))
-        if let payload = SignedData.content(of: bytes), let receipt = AppReceipt.decode(payload: payload) {
+        if let payload = SignedData.claimedContent(of: bytes), let receipt = AppReceipt.decode(payload: payload) {
             return ReceiptProof(
                 kind: .appReceipt, text: canonical, digest: digest,
                 claims: receipt.purchases.map { purchase in

@@ -45,46 +45,54 @@ public enum ByteEncoding {
     ///
     /// Whitespace and line breaks are skipped, as receipts pasted from logs often carry them.
     public static func decodeBase64(_ text: some StringProtocol) -> [UInt8]? {
-        var values = [UInt8]()
-        values.reserveCapacity(text.utf8.count)
+        // One pass, six bits at a time: a 1 MiB receipt costs no more than copying it.
+        var out = [UInt8]()
+        out.reserveCapacity(text.utf8.count / 4 * 3 + 3)
+        var accumulator: UInt32 = 0
+        var digits = 0
         var padding = 0
         for char in text.utf8 {
-            let value: UInt8
-            switch char {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = char - UInt8(ascii: "A")
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = char - UInt8(ascii: "a") + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = char - UInt8(ascii: "0") + 52
-            case UInt8(ascii: "+"), UInt8(ascii: "-"): value = 62
-            case UInt8(ascii: "/"), UInt8(ascii: "_"): value = 63
-            case UInt8(ascii: "="): padding += 1; continue
-            case UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t"): continue
-            default: return nil
+            let value = base64Values[Int(char)]
+            if value < 64 {
+                guard padding == 0 else { return nil }  // data after padding
+                accumulator = accumulator << 6 | UInt32(value)
+                digits += 1
+                if digits & 3 == 0 {
+                    out.append(UInt8(truncatingIfNeeded: accumulator >> 16))
+                    out.append(UInt8(truncatingIfNeeded: accumulator >> 8))
+                    out.append(UInt8(truncatingIfNeeded: accumulator))
+                    accumulator = 0
+                }
+            } else if value == Self.paddingValue {
+                padding += 1
+            } else if value != Self.whitespaceValue {
+                return nil
             }
-            guard padding == 0 else { return nil }  // data after padding
-            values.append(value)
         }
-        guard padding <= 2, values.count % 4 != 1 else { return nil }
-        if padding > 0, (values.count + padding) % 4 != 0 { return nil }
-        var out = [UInt8]()
-        out.reserveCapacity(values.count * 3 / 4)
-        var index = 0
-        while index + 4 <= values.count {
-            let v = values[index..<index + 4]
-            let n = UInt32(v[index]) << 18 | UInt32(v[index + 1]) << 12 | UInt32(v[index + 2]) << 6 | UInt32(v[index + 3])
-            out.append(UInt8(truncatingIfNeeded: n >> 16))
-            out.append(UInt8(truncatingIfNeeded: n >> 8))
-            out.append(UInt8(truncatingIfNeeded: n))
-            index += 4
-        }
-        let rest = values.count - index
+        let rest = digits & 3
+        guard padding <= 2, rest != 1 else { return nil }
+        if padding > 0, (digits + padding) % 4 != 0 { return nil }
         if rest == 2 {
-            let n = UInt32(values[index]) << 18 | UInt32(values[index + 1]) << 12
-            out.append(UInt8(truncatingIfNeeded: n >> 16))
+            out.append(UInt8(truncatingIfNeeded: accumulator >> 4))
         } else if rest == 3 {
-            let n = UInt32(values[index]) << 18 | UInt32(values[index + 1]) << 12 | UInt32(values[index + 2]) << 6
-            out.append(UInt8(truncatingIfNeeded: n >> 16))
-            out.append(UInt8(truncatingIfNeeded: n >> 8))
+            out.append(UInt8(truncatingIfNeeded: accumulator >> 10))
+            out.append(UInt8(truncatingIfNeeded: accumulator >> 2))
         }
         return out
     }
+
+    private static let paddingValue: UInt8 = 0xFE
+    private static let whitespaceValue: UInt8 = 0xFD
+
+    /// Each byte's six-bit value in base64 or base64url; `=` and ASCII whitespace are marked,
+    /// anything else is 0xFF.
+    private static let base64Values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, char) in base64Alphabet.enumerated() { table[Int(char)] = UInt8(index) }
+        table[Int(UInt8(ascii: "-"))] = 62
+        table[Int(UInt8(ascii: "_"))] = 63
+        table[Int(UInt8(ascii: "="))] = paddingValue
+        for char in [UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t")] { table[Int(char)] = whitespaceValue }
+        return table
+    }()
 }

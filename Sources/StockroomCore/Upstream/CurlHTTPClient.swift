@@ -44,10 +44,14 @@ public final class CurlHTTPClient: HTTPTransport {
 
     public func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {
         let result: Result<UpstreamResponse, UpstreamError>
+        let started = ContinuousClock.now
         do {
             result = try await threadPool.runIfActive { self.perform(request) }
         } catch {
             throw .transport("the upstream thread pool is shut down")
+        }
+        if let endpoint = request.endpoint {
+            StockroomMetrics.upstreamCall(endpoint: endpoint, status: try? result.get().status, duration: ContinuousClock.now - started)
         }
         return try result.get()
     }

@@ -16,16 +16,20 @@ public struct UpstreamRequest: Sendable {
     public var body: [UInt8]?
     /// A total time limit for this call, shorter than the transport's own; nil uses the transport's.
     public var timeout: Duration?
+    /// The App Store endpoint it calls, for metrics (`verifyReceipt`, `transactions`, …); nil
+    /// for calls that are not the App Store's (the simulator's control API, benchmarks).
+    public var endpoint: String?
 
     public init(
         method: Method, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
-        timeout: Duration? = nil
+        timeout: Duration? = nil, endpoint: String? = nil
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.endpoint = endpoint
     }
 }
 

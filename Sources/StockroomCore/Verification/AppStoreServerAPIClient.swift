@@ -108,7 +108,7 @@ public final class AppStoreServerAPIClient: Sendable {
                 let response = try await transport.send(
                     UpstreamRequest(
                         method: .get, url: "\(base)/inApps/v1/transactions/\(transactionID)",
-                        headers: [("Authorization", "Bearer \(token)")], timeout: deadline - clock.now))
+                        headers: [("Authorization", "Bearer \(token)")], timeout: deadline - clock.now, endpoint: "transactions"))
                 let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
                 switch response.status {
                 case 200:

@@ -109,7 +109,7 @@ public struct VerifyReceiptClient: Sendable {
     private func call(environment: StoreEnvironment, body: [UInt8], timeout: Duration) async -> Step {
         let request = UpstreamRequest(
             method: .post, url: endpoints.url(for: environment), headers: [("Content-Type", "application/json")],
-            body: body, timeout: timeout)
+            body: body, timeout: timeout, endpoint: "verifyReceipt")
         let response: UpstreamResponse
         do {
             response = try await transport.send(request)

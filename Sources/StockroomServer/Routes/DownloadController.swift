@@ -16,6 +16,8 @@ struct DownloadController<Context: ClientAddressContext> {
     let responder: ContentResponder<LocalContentStore>
     /// Concurrent streams, in all and per transaction; a full house answers 429.
     let slots: DownloadSlots
+    /// When set (`--offload`), nginx sends the bytes: answers carry `X-Accel-Redirect` and no body.
+    var offload: OffloadResponder? = nil
 
     func addRoutes(to group: RouterGroup<Context>) {
         group.post("downloads", use: start)
@@ -96,6 +98,8 @@ struct DownloadController<Context: ClientAddressContext> {
     }
 
     /// Streams the product's file; the ledger hears how the body ended, and the slot is given back.
+    /// With offload, answers with the headers and `X-Accel-Redirect` instead, and nginx's report
+    /// tells the ledger.
     private func stream(
         _ row: Fulfilment, product: Product, head: HTTPRequest?, token: String?, slot: DownloadSlot, context: Context
     ) async throws -> Response {
@@ -103,6 +107,12 @@ struct DownloadController<Context: ClientAddressContext> {
             .transactionID: row.transactionID, .location: "/v1/downloads/\(row.transactionID)/content", .cacheControl: "no-store",
         ]
         if let token { headers[.downloadToken] = token }
+        if let offload {
+            // nginx sends the bytes after this response: the slot is held for the response only,
+            // and nginx's report to OffloadReportListener records the delivery.
+            defer { slot.release() }
+            return try await offload.response(representation: product.representation, extraHeaders: headers)
+        }
         // A POST answers with the whole file: Range applies to the resumable GET only.
         let plannedHead = head ?? HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/")
         let ledger = entitlements.ledger
@@ -111,6 +121,7 @@ struct DownloadController<Context: ClientAddressContext> {
         let size = product.size
         return try await responder.response(to: plannedHead, representation: product.representation, extraHeaders: headers) { report in
             slot.release()
+            StockroomMetrics.bytesStreamed(report.bytesSent)
             do {
                 try await ledger.recordDelivery(transactionID, report: report, fileSize: size)
             } catch {

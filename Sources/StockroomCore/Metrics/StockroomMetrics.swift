@@ -1,0 +1,63 @@
+import Foundation
+import Metrics
+
+/// Every metric Stockroom records, by the name `/metrics` exposes, in one place.
+///
+/// Recorded through swift-metrics, so they go wherever the process bootstrapped it (`serve`:
+/// Prometheus); with nothing bootstrapped, they cost almost nothing and go nowhere. Labels take
+/// a few fixed values only: no transaction, product or address ever becomes a label.
+public enum StockroomMetrics {
+    /// `stockroom_verifications_total{proof, outcome, environment}`: proofs decided upstream or
+    /// from the ledger. `outcome`: valid, invalid, revoked, expired, unavailable, recorded (a
+    /// proof on record served without a new call).
+    public static func verification(proof: String, outcome: String, environment: StoreEnvironment?) {
+        Counter(
+            label: "stockroom_verifications_total",
+            dimensions: [("proof", proof), ("outcome", outcome), ("environment", environment?.rawValue.lowercased() ?? "unknown")]
+        ).increment()
+    }
+
+    /// `stockroom_upstream_request_duration_seconds{endpoint, outcome}` (a histogram) and, when it
+    /// failed, `stockroom_upstream_errors_total{endpoint, kind}`: each call to Apple (or the simulator).
+    public static func upstreamCall(endpoint: String, status: Int?, duration: Duration) {
+        let outcome = status.map { "\($0 / 100)xx" } ?? "error"
+        Timer(label: "stockroom_upstream_request_duration_seconds", dimensions: [("endpoint", endpoint), ("outcome", outcome)])
+            .recordNanoseconds(duration.nanoseconds)
+        let kind: String? =
+            switch status {
+            case nil: "transport"
+            case 429: "rate_limited"
+            case .some(500...599): "server"
+            default: nil
+            }
+        if let kind { Counter(label: "stockroom_upstream_errors_total", dimensions: [("endpoint", endpoint), ("kind", kind)]).increment() }
+    }
+
+    /// `stockroom_bytes_streamed_total`: content bytes handed to clients (or sent by nginx for us).
+    public static func bytesStreamed(_ count: Int64) {
+        guard count > 0 else { return }
+        Counter(label: "stockroom_bytes_streamed_total").increment(by: count)
+    }
+
+    /// `stockroom_downloads_in_flight`: content responses being written now.
+    public static func downloadsInFlight(_ count: Int) {
+        Gauge(label: "stockroom_downloads_in_flight").record(count)
+    }
+
+    /// `stockroom_ledger_rows{state}`: fulfilments per state, refreshed on each scrape.
+    public static func ledgerRows(_ counts: [FulfilmentState: Int]) {
+        for state in FulfilmentState.allCases {
+            Gauge(label: "stockroom_ledger_rows", dimensions: [("state", state.rawValue)]).record(counts[state] ?? 0)
+        }
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, saturating: a duration is never outside data, but never traps either.
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds < 0 ? .min : .max }
+        return scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
+    }
+}
