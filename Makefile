@@ -1,7 +1,8 @@
 # Stockroom: the two commands of README.md, and the benchmark.
 #   make serve   installs what is missing, builds, runs the server on the sample catalogue
-#   make test    installs what is missing, builds, runs every test, checks the API contract (openapi.yaml)
-#                with openapi-core and schemathesis, and runs each fuzz target for 10 s
+#   make test    installs what is missing, builds, runs every test (on SQLite and on a throwaway
+#                PostgreSQL cluster, .ci/postgres), checks the API contract (openapi.yaml) with
+#                openapi-core and schemathesis, and runs each fuzz target for 10 s
 #   make fuzz    each libFuzzer target for FUZZ_SECONDS (60 by default)
 #   make bench   release build, then catalogue and streaming figures (wrk, nginx for comparison)
 
@@ -20,11 +21,12 @@ serve: build
 	.build/debug/stockroom serve --upstream simulator $(ARGS)
 
 test: deps
+	@.ci/install-deps --postgres
 	.ci/graph-check
 	.ci/contract spec
 	rm -f .build/contract-exchanges.jsonl
-	STOCKROOM_CONTRACT_LOG=$(CURDIR)/.build/contract-exchanges.jsonl $(SWIFT) test
 	$(SWIFT) build --product stockroom
+	STOCKROOM_CONTRACT_LOG=$(CURDIR)/.build/contract-exchanges.jsonl .ci/postgres run $(SWIFT) test
 	.ci/contract responses .build/contract-exchanges.jsonl
 	.ci/contract fuzz .build/debug/stockroom
 	.ci/cli-tests .build/debug/stockroom

@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // System libraries, with small C shims for what Swift cannot call directly.
@@ -58,6 +59,19 @@ let package = Package(
             resources: [.copy("Resources/AppleRootCA-G3.pem"), .copy("Resources/AppleIncRootCertificate.pem")],
             swiftSettings: swiftSettings
         ),
+        // The ledger on PostgreSQL, for several instances sharing one database: no HTTP in it.
+        .target(
+            name: "StockroomPostgres",
+            dependencies: [
+                "StockroomCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                // Only to recognise the pool's own errors (a tripped circuit breaker) as a lost database.
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // HTTP responses the server and the simulator share: the JSON error shape, content streaming.
         .target(
             name: "StockroomHTTP",
@@ -86,6 +100,7 @@ let package = Package(
                 "StockroomCore",
                 "StockroomHTTP",
                 "StockroomEntitlement",
+                "StockroomPostgres",
                 "AppStoreSimulator",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -116,8 +131,11 @@ let package = Package(
                 "StockroomHTTP",
                 "StockroomEntitlement",
                 "StockroomServer",
+                "StockroomPostgres",
                 "AppStoreSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // `ledger export` and `import` read and write SQLite rows whole.
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -157,10 +175,42 @@ let package = Package(
             path: "Tests/StockroomTestSupport",
             swiftSettings: swiftSettings
         ),
+        // The engines the ledger and server suites run on, and a fresh PostgreSQL database per
+        // test on the cluster of `.ci/postgres` (STOCKROOM_TEST_POSTGRES).
+        .target(
+            name: "StockroomPostgresTestSupport",
+            dependencies: [
+                "StockroomCore",
+                "StockroomPostgres",
+                "StockroomTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/StockroomPostgresTests/Support",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StockroomPostgresTests",
+            dependencies: [
+                "StockroomPostgres",
+                "StockroomCore",
+                "StockroomTestSupport",
+                "AppStoreSimulator",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "StockroomPostgresTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Tests/StockroomPostgresTests/Tests",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "StockroomCoreTests",
             dependencies: [
                 "StockroomCore",
+                "StockroomPostgres",
+                "StockroomPostgresTestSupport",
                 "StockroomHTTP",
                 "AppStoreSimulator",
                 "StockroomTestSupport",
@@ -187,6 +237,8 @@ let package = Package(
             name: "StockroomServerTests",
             dependencies: [
                 "StockroomServer",
+                "StockroomPostgres",
+                "StockroomPostgresTestSupport",
                 "StockroomCore",
                 "AppStoreSimulator",
                 "StockroomTestSupport",

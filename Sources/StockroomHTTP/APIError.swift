@@ -51,3 +51,19 @@ public enum ErrorBody {
         return Array((try? encoder.encode(["error": object])) ?? Data())
     }
 }
+
+/// A lost ledger database: 503 `ledger_unavailable` with `Retry-After`, on every route that
+/// reads or writes the ledger. Nothing was decided, so the client retries the same request.
+extension LedgerUnavailable: APIError {
+    public var status: HTTPResponse.Status { .serviceUnavailable }
+    public var code: String { "ledger_unavailable" }
+    public var message: String { "The ledger is unavailable for a moment. Retry later." }
+    public var details: [String: String] { ["retryAfter": String(retryAfterSeconds)] }
+    public var headers: HTTPFields { [.retryAfter: String(retryAfterSeconds)] }
+
+    /// Whole seconds, at least one.
+    private var retryAfterSeconds: Int64 {
+        let (seconds, attoseconds) = retryAfter.components
+        return max(1, seconds + (attoseconds > 0 ? 1 : 0))
+    }
+}

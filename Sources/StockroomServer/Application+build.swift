@@ -6,6 +6,8 @@ public import Prometheus
 import StockroomCore
 import StockroomHTTP
 import StockroomEntitlement
+import StockroomPostgres
+import ServiceLifecycle
 
 /// Why the server refused to start; printed as one line by the executable.
 public enum StartupError: Error, CustomStringConvertible {
@@ -68,12 +70,7 @@ public func buildApplication(
     } catch let error as CatalogError {
         throw StartupError.catalog(error)
     }
-    let database: AppDatabase
-    do {
-        database = try AppDatabase(path: configuration.databasePath)
-    } catch {
-        throw StartupError.database(path: configuration.databasePath, reason: "\(error)")
-    }
+    let (ledger, ledgerServices) = try await openLedger(configuration, logger: logger)
     let tokenKey: [UInt8]
     do {
         tokenKey = try DownloadTokenSigner.loadKey(configured: configuration.tokenSecret, file: configuration.tokenSecretPath)
@@ -82,7 +79,6 @@ public func buildApplication(
         throw StartupError.tokenSecret(path: path, reason: error.description)
     }
     let catalogStore = CatalogStore(catalog: catalog, loader: loader)
-    let ledger = SQLiteLedger(database: database)
     let verifier = AppStoreReceiptVerifier(
         client: VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
@@ -123,9 +119,48 @@ public func buildApplication(
         router: router,
         server: .http1(limitsOf: configuration),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Stockroom"),
-        services: [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)]
+        // The ledger's pool comes first: services stop in reverse order, so it outlives the requests.
+        services: ledgerServices + [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)]
             + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger),
         logger: logger
     )
 }
 
+
+/// The configured ledger, migrated, and the services it needs run (a PostgreSQL pool).
+///
+/// A `postgres://` address is migrated over a connection of its own before anything binds a
+/// port, so a wrong address, password or database refuses start-up with the server's words.
+func openLedger(_ configuration: ServerConfiguration, logger: Logger) async throws -> (any Ledger, [any Service]) {
+    guard configuration.usesPostgres else {
+        do {
+            return (SQLiteLedger(database: try AppDatabase(path: configuration.databasePath)), [])
+        } catch {
+            throw StartupError.database(path: configuration.databasePath, reason: "\(error)")
+        }
+    }
+    let address: PostgresAddress
+    do {
+        address = try PostgresAddress(url: configuration.databasePath)
+    } catch {
+        throw StartupError.database(path: "postgres://…", reason: error.description)
+    }
+    do {
+        try await PostgresPool.migrate(address: address, logger: logger)
+    } catch {
+        throw StartupError.database(path: address.description, reason: "\(error)")
+    }
+    if configuration.stateFolder == nil {
+        // Beside no file: this instance's digest cache (and a generated token secret) go in .stockroom/.
+        try? FileManager.default.createDirectory(atPath: ".stockroom", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+    if configuration.tokenSecret == nil {
+        logger.notice(
+            "instances sharing a PostgreSQL ledger must share STOCKROOM_TOKEN_SECRET; this one keeps its own",
+            metadata: ["file": .string(configuration.tokenSecretPath)])
+    }
+    let database = PostgresPool(
+        address: address, poolSize: configuration.databasePoolSize, leaseTimeout: configuration.databaseTimeout, migrated: true, logger: logger)
+    logger.info("ledger on PostgreSQL", metadata: ["database": .string(address.description), "pool": .stringConvertible(configuration.databasePoolSize)])
+    return (PostgresLedger(database: database), [database])
+}

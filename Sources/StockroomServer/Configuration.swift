@@ -1,5 +1,6 @@
 public import Logging
 public import StockroomCore
+import StockroomPostgres
 
 /// Everything `stockroom serve` needs, with the defaults of DESIGN.md.
 ///
@@ -13,8 +14,17 @@ public struct ServerConfiguration: Sendable {
     public var catalogFolder = "catalog"
     /// The folder content files are served from, and confined to.
     public var contentFolder = "content"
-    /// The SQLite ledger.
+    /// The ledger: a SQLite file, or a PostgreSQL database given as `postgres://user:password@host:port/db`
+    /// (several instances share one). The address's password is never logged.
     public var databasePath = "stockroom.sqlite"
+    /// Connections in the PostgreSQL ledger's pool, per instance.
+    public var databasePoolSize = 8
+    /// How long a request waits for a PostgreSQL connection before it is answered 503
+    /// `ledger_unavailable` (half a second while the database is known lost).
+    public var databaseTimeout: Duration = .seconds(5)
+    /// This instance's own files (the digest cache, a generated token secret); nil keeps them
+    /// beside a SQLite ledger, or in `.stockroom/` of the working directory with PostgreSQL.
+    public var stateFolder: String?
     /// The app's bundle ID, which receipts must carry.
     public var bundleID = "com.example.stockroom.demo"
     /// Where receipts are verified: Apple unless told otherwise; the simulator is a test tool.
@@ -69,11 +79,21 @@ public struct ServerConfiguration: Sendable {
 
     public init() {}
 
-    /// The digest cache file, kept beside the ledger so the catalogue folder may stay read-only.
-    public var digestCachePath: String { databasePath + ".digests.json" }
+    /// Whether the ledger is on PostgreSQL rather than in a SQLite file.
+    public var usesPostgres: Bool { PostgresAddress.isAddress(databasePath) }
 
-    /// The generated download-token key, kept beside the ledger (mode 0600).
-    public var tokenSecretPath: String { databasePath + ".token-secret" }
+    /// Where this instance's own files start: `<state folder>/stockroom`, or the SQLite file's path.
+    var statePrefix: String {
+        if let stateFolder { return stateFolder + "/stockroom" }
+        return usesPostgres ? ".stockroom/stockroom" : databasePath
+    }
+
+    /// The digest cache file, kept beside the ledger so the catalogue folder may stay read-only.
+    public var digestCachePath: String { statePrefix + ".digests.json" }
+
+    /// The generated download-token key, kept beside the ledger (mode 0600). Instances sharing a
+    /// PostgreSQL ledger share STOCKROOM_TOKEN_SECRET instead.
+    public var tokenSecretPath: String { statePrefix + ".token-secret" }
 
     /// This server as it reaches itself: `http://host:port`, the host bracketed when IPv6.
     public var ownURL: String {

@@ -2,16 +2,24 @@ import Foundation
 import Logging
 import StockroomCore
 import StockroomEntitlement
+import StockroomPostgres
 import StockroomServer
 
-/// What the operator commands work with: the server's ledger file and its upstream.
+/// What the operator commands work with: the server's ledger (a SQLite file or a PostgreSQL
+/// database) and its upstream.
 struct OperatorContext {
     let configuration: ServerConfiguration
-    let ledger: SQLiteLedger
+    let ledger: any Ledger
 
-    /// Opens the existing ledger named by the options; a missing file is an error, not a new ledger.
+    /// Opens the existing ledger named by the options; a missing SQLite file is an error, not a
+    /// new ledger. A PostgreSQL ledger's pool runs for the rest of this (short-lived) process,
+    /// and its schema is brought up to date before the first statement.
     init(options: ServerOptions) throws {
         configuration = try options.configuration()
+        if configuration.usesPostgres {
+            ledger = Self.postgresLedger(configuration)
+            return
+        }
         guard FileManager.default.fileExists(atPath: configuration.databasePath) else {
             fail("no ledger at \(configuration.databasePath); pass --database or set STOCKROOM_DATABASE")
         }
@@ -20,6 +28,22 @@ struct OperatorContext {
         } catch {
             fail("the ledger \(configuration.databasePath) cannot be opened: \(error)")
         }
+    }
+
+    /// The PostgreSQL ledger of `configuration`, its pool running until the process exits.
+    static func postgresLedger(_ configuration: ServerConfiguration) -> PostgresLedger {
+        let address: PostgresAddress
+        do {
+            address = try PostgresAddress(url: configuration.databasePath)
+        } catch {
+            fail("--database: \(error)")
+        }
+        var logger = Logger(label: "stockroom.ledger")
+        logger.logLevel = .critical
+        let database = PostgresPool(address: address, poolSize: configuration.databasePoolSize, leaseTimeout: configuration.databaseTimeout, logger: logger)
+        // The command's one background task: the pool, until the process exits.
+        Task { try await database.run() }
+        return PostgresLedger(database: database)
     }
 
     /// The entitlement component against the configured upstream, with no verdict cache: an
@@ -32,7 +56,12 @@ struct OperatorContext {
         let client = VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
             sharedSecret: configuration.sharedSecret, policy: configuration.verificationRetryPolicy, logger: logger)
-        let tokenKey = try DownloadTokenSigner.loadKey(configured: configuration.tokenSecret, file: configuration.tokenSecretPath)
+        // Operator commands mint no download tokens; beside a PostgreSQL ledger there may be no
+        // key file to read, and none is created for them.
+        let tokenKey =
+            configuration.usesPostgres && configuration.tokenSecret == nil
+            ? (0..<32).map { _ in UInt8.random(in: .min ... .max) }
+            : try DownloadTokenSigner.loadKey(configured: configuration.tokenSecret, file: configuration.tokenSecretPath)
         return Entitlements(
             ledger: ledger, receipts: AppStoreReceiptVerifier(client: client, bundleID: configuration.bundleID, cacheInterval: .zero),
             signedTransactions: SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import StockroomCore
+import StockroomPostgres
 import StockroomServer
 
 /// The options shared by `serve` and the operator commands, each falling back to
@@ -21,8 +22,21 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "Folder content files are served from, and confined to (STOCKROOM_CONTENT; default content).")
     var content: String?
 
-    @Option(help: "SQLite ledger file (STOCKROOM_DATABASE; default stockroom.sqlite).")
+    @Option(
+        help: """
+            The ledger: a SQLite file, or PostgreSQL as postgres://user:password@host:port/database, which several \
+            instances may share (STOCKROOM_DATABASE; default stockroom.sqlite).
+            """)
     var database: String?
+
+    @Option(help: "Connections in the PostgreSQL ledger's pool, per instance (STOCKROOM_DATABASE_POOL; default 8).")
+    var databasePool: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "How long a request waits for a PostgreSQL connection before it is answered 503 (STOCKROOM_DATABASE_TIMEOUT; default 5s).",
+            valueName: "duration"))
+    var databaseTimeout: String?
 
     @OptionGroup var upstreamOptions: UpstreamOptions
 
@@ -37,7 +51,28 @@ struct ServerOptions: ParsableArguments {
         if let text = value(port.map(String.init), "PORT") { configuration.port = try parsePort(text) }
         if let catalog = value(catalog, "CATALOG") { configuration.catalogFolder = catalog }
         if let content = value(content, "CONTENT") { configuration.contentFolder = content }
-        if let database = value(database, "DATABASE") { configuration.databasePath = database }
+        if let database = value(database, "DATABASE") {
+            if PostgresAddress.isAddress(database) {
+                do {
+                    _ = try PostgresAddress(url: database)
+                } catch {
+                    throw ValidationError("--database: \(error.description)")
+                }
+            }
+            configuration.databasePath = database
+        }
+        if let text = value(databasePool.map(String.init), "DATABASE_POOL") {
+            guard let size = Int(text), (1...1000).contains(size) else {
+                throw ValidationError("--database-pool must be a number from 1 to 1000, not \"\(text)\"")
+            }
+            configuration.databasePoolSize = size
+        }
+        if let text = value(databaseTimeout, "DATABASE_TIMEOUT") {
+            guard let timeout = try? DurationArgument.parse(text), timeout > .zero else {
+                throw ValidationError("--database-timeout must be a duration longer than 0s (500ms, 5s, 1m), not \"\(text)\"")
+            }
+            configuration.databaseTimeout = timeout
+        }
         try upstreamOptions.apply(to: &configuration, environment: environment)
         // Secrets come from the environment only, never from flags a process listing shows.
         configuration.tokenSecret = try secret("STOCKROOM_TOKEN_SECRET", in: environment)

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import StockroomCore
+import StockroomPostgresTestSupport
 import StockroomTestSupport
 import Testing
 #if canImport(Glibc)
@@ -24,8 +25,8 @@ import Glibc
 
     // MARK: 1. One request must not stop the server
 
-    @Test func aHostileSignedDateIsRefusedAndTheServerKeepsServing() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aHostileSignedDateIsRefusedAndTheServerKeepsServing(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(Self.cheap)
             let certificate = ByteEncoding.base64(try SigningChain().root.der)
             for signedDate in ["1e30", "-1e30", "1e300", "9.3e18", "\"9223372036854775808\""] {
@@ -48,8 +49,8 @@ import Glibc
 
     // MARK: 2. An outage must not give content away
 
-    @Test func duringAnOutageOnlyTheProofOnRecordIsServed() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func duringAnOutageOnlyTheProofOnRecordIsServed(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let victim = try await fixture.control.purchase(Self.cheap)
             #expect(try await fixture.post(victim).status == .ok)
             #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(victim.transactionId)?.state == .delivered })
@@ -75,8 +76,8 @@ import Glibc
 
     // MARK: 3. A cheap purchase must not unlock an expensive product
 
-    @Test func aCheapPurchaseNeverUnlocksTheExpensiveProduct() async throws {
-        try await DownloadFixture.run(Self.withAdmin) { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aCheapPurchaseNeverUnlocksTheExpensiveProduct(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine, Self.withAdmin) { fixture in
             let cheap = try await fixture.control.purchase(Self.cheap)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 1000])
             for receipt in ["AAAA", cheap.receiptData] {
@@ -101,8 +102,8 @@ import Glibc
         }
     }
 
-    @Test func aStrangerWhoClaimsAVictimsTransactionFirstDoesNotLockTheVictimOut() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aStrangerWhoClaimsAVictimsTransactionFirstDoesNotLockTheVictimOut(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let victim = try await fixture.control.purchase(Self.dear)
             let stranger = try await fixture.control.purchase(Self.cheap)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 1000])
@@ -117,8 +118,8 @@ import Glibc
 
     // MARK: 5. Account binding is not optional
 
-    @Test func aBoundTransactionIsRefusedToAClaimThatLeavesItsAccountOut() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aBoundTransactionIsRefusedToAClaimThatLeavesItsAccountOut(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let owner = "8F2E6A4C-0000-4000-8000-000000000001"
             let purchase = try await fixture.control.purchase(["productId": Self.cheap, "appAccountToken": owner])
             let anonymous = try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction])
@@ -126,7 +127,7 @@ import Glibc
             #expect(try DownloadFixture.code(anonymous) == "transaction_claimed")
             #expect(try await fixture.snapshot() == [])
             #expect(try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction, "appAccountToken": owner]).status == .ok)
-            let before = try await fixture.snapshot()
+            let before = try await fixture.settledSnapshot()
             // Known now: the fast path checks the account too.
             let again = try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction])
             #expect(try DownloadFixture.code(again) == "transaction_claimed")
@@ -134,15 +135,15 @@ import Glibc
         }
     }
 
-    @Test func aReceiptClaimedWithAnAccountNeedsThatAccountAfterwards() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aReceiptClaimedWithAnAccountNeedsThatAccountAfterwards(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let owner = "8F2E6A4C-0000-4000-8000-000000000001"
             let purchase = try await fixture.control.purchase(Self.cheap)
             var fields = ["productId": Self.cheap, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData]
             fields["appAccountToken"] = owner
             #expect(try await fixture.post(fields).status == .ok)
             fields["appAccountToken"] = nil
-            let before = try await fixture.snapshot()
+            let before = try await fixture.settledSnapshot()
             let response = try await fixture.post(fields)
             #expect(response.status == .conflict)
             #expect(try DownloadFixture.code(response) == "transaction_claimed")
@@ -152,8 +153,8 @@ import Glibc
 
     // MARK: 6. Amplification
 
-    @Test func whitespaceVariantsOfOneReceiptCostOneUpstreamCall() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func whitespaceVariantsOfOneReceiptCostOneUpstreamCall(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(Self.cheap)
             let text = purchase.receiptData
             let variants = [
@@ -170,8 +171,8 @@ import Glibc
         }
     }
 
-    @Test func randomBase64IsRefusedWithoutAskingApple() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func randomBase64IsRefusedWithoutAskingApple(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             var generator = SystemRandomNumberGenerator()
             for _ in 0..<40 {
                 let bytes = (0..<Int.random(in: 16...600, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -186,8 +187,8 @@ import Glibc
 
     // MARK: 8. Revoked stays revoked
 
-    @Test func reFulfilmentNeverLiftsAnOperatorsRevocation() async throws {
-        try await DownloadFixture.run(Self.withAdmin) { fixture in
+    @Test(arguments: LedgerEngine.allCases) func reFulfilmentNeverLiftsAnOperatorsRevocation(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine, Self.withAdmin) { fixture in
             let purchase = try await fixture.control.purchase(Self.cheap)
             #expect(try await fixture.post(purchase).status == .ok)
             let revoke = try await fixture.admin(.post, "fulfilments/\(purchase.transactionId)/revoke", token: Self.adminToken, body: ["reason": "chargeback"])
@@ -203,8 +204,8 @@ import Glibc
         }
     }
 
-    @Test func aRefundRacingDownloadsIsNeverUndone() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aRefundRacingDownloadsIsNeverUndone(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(Self.cheap)
             #expect(try await fixture.post(purchase).status == .ok)
             let notification = try await fixture.control.client.execute(
@@ -230,8 +231,8 @@ import Glibc
 
     // MARK: 9. Bounds
 
-    @Test func rangeRequestsKeepTheAttemptsLogBounded() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func rangeRequestsKeepTheAttemptsLogBounded(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(Self.cheap)
             let token = try #require(try await fixture.post(purchase).headers[.init("X-Download-Token")!])
             for start in 0..<40 {
@@ -245,8 +246,8 @@ import Glibc
 
 /// Issue 8 item 7: subscriptions end.
 @Suite struct SubscriptionExpiryTests {
-    @Test func aSubscriptionDownloadsUntilItsExpiryAndNotAfter() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aSubscriptionDownloadsUntilItsExpiryAndNotAfter(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(json: ["productId": DownloadFixture.book, "expiresInSeconds": 4])
             let first = try await fixture.post(purchase)
             #expect(first.status == .ok)
@@ -262,8 +263,8 @@ import Glibc
         }
     }
 
-    @Test func anAlreadyExpiredSubscriptionIsNeverEntitled() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func anAlreadyExpiredSubscriptionIsNeverEntitled(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             for signed in [false, true] {
                 let purchase = try await fixture.control.purchase(json: ["productId": DownloadFixture.book, "expiresInSeconds": -60])
                 let response = signed
@@ -280,13 +281,13 @@ import Glibc
 /// Issue 8 items 6 and 9 through the live server: the per-client limit on upstream calls, the
 /// caps on concurrent downloads, and `--sandbox deny`.
 @Suite struct AttackLimitTests {
-    @Test func aClientThatKeepsAskingAppleIsHeldBackButAProofOnRecordIsStillServed() async throws {
-        try await DownloadFixture.run({ $0.upstreamRate = UpstreamRate(requests: 2, per: .seconds(3600)) }) { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aClientThatKeepsAskingAppleIsHeldBackButAProofOnRecordIsStillServed(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine, { $0.upstreamRate = UpstreamRate(requests: 2, per: .seconds(3600)) }) { fixture in
             let honest = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(honest).status == .ok)
             let other = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(other).status == .ok)
-            let before = try await fixture.snapshot()
+            let before = try await fixture.settledSnapshot()
             let third = try await fixture.control.purchase(DownloadFixture.book)
             let limited = try await fixture.post(third)
             #expect(limited.status == .tooManyRequests)
@@ -315,8 +316,8 @@ import Glibc
         _ = FileManager.default.createFile(atPath: configuration.catalogFolder + "/products.json", contents: Data(catalog.utf8))
     }
 
-    @Test func aTransactionAtItsDownloadLimitGets429UntilAStreamEnds() async throws {
-        try await DownloadFixture.run({ Self.withHugeProduct(&$0); $0.maxDownloadsPerTransaction = 1 }) { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aTransactionAtItsDownloadLimitGets429UntilAStreamEnds(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine, { Self.withHugeProduct(&$0); $0.maxDownloadsPerTransaction = 1 }) { fixture in
             let purchase = try await fixture.control.purchase(Self.huge)
             // The buyer's first download breaks off early; the app resumes with its token.
             let body = try JSONSerialization.data(withJSONObject: ["productId": Self.huge, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData])
@@ -344,8 +345,8 @@ import Glibc
         }
     }
 
-    @Test func aSandboxPurchaseIsRefusedWhenTheOperatorDeniesTheSandbox() async throws {
-        try await DownloadFixture.run({ $0.sandbox = .deny }) { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aSandboxPurchaseIsRefusedWhenTheOperatorDeniesTheSandbox(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine, { $0.sandbox = .deny }) { fixture in
             let sandbox = try await fixture.control.purchase(DownloadFixture.book, environment: "Sandbox")
             let response = try await fixture.post(sandbox)
             #expect(response.status == .forbidden)

@@ -4,19 +4,25 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import StockroomCore
+import StockroomPostgresTestSupport
 import StockroomTestSupport
 @testable import StockroomServer
 
-/// A live simulator and a server verifying against it, with the server's ledger readable.
+/// A live simulator and a server verifying against it, with the server's ledger readable, on
+/// the ledger engine a test names (SQLite unless told).
 struct DownloadFixture: Sendable {
     let control: SimulatorControl
     let client: any TestClientProtocol
-    let ledger: SQLiteLedger
+    /// The server's ledger, opened as another instance would open it.
+    let ledger: any Ledger
+    /// The server's `--database`: a SQLite file or a `postgres://` address.
+    let databasePath: String
 
     static let book = "com.example.book"
 
     /// Runs `body` with both running; `configure` adjusts the server's configuration.
     static func run<Value: Sendable>(
+        engine: LedgerEngine = .sqlite,
         _ configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
         _ body: @Sendable @escaping (DownloadFixture) async throws -> Value
     ) async throws -> Value {
@@ -25,20 +31,20 @@ struct DownloadFixture: Sendable {
         simulator.bundleID = "com.example.stockroom.demo"
         return try await buildSimulatorApplication(configuration: simulator).test(.live) { simulatorClient in
             let control = SimulatorControl(simulatorClient)
-            var server = try ServerFixture()
-            server.configuration.upstream = .url(control.baseURL)
             // The server fetches no trust: the test names the simulator's root and API key.
             let trust = try await control.trust(bundleID: "com.example.stockroom.demo")
-            server.configuration.trustedRoots = [trust.root]
-            server.configuration.serverAPICredentials = trust.credentials
-            configure(&server.configuration)
-            let databasePath = server.configuration.databasePath
-            let root = server.root
-            return try await server.application().test(.live) { client in
-                let ledger = SQLiteLedger(database: try AppDatabase(path: databasePath))
-                let value = try await body(DownloadFixture(control: control, client: ContractRecorder(client), ledger: ledger))
-                withExtendedLifetime(root) {}  // the temporary folder lives until the test is done
-                return value
+            return try await ServerFixture.on(engine) { fixture in
+                var server = fixture
+                server.configuration.upstream = .url(control.baseURL)
+                server.configuration.trustedRoots = [trust.root]
+                server.configuration.serverAPICredentials = trust.credentials
+                configure(&server.configuration)
+                let configured = server
+                return try await configured.application().test(.live) { client in
+                    try await configured.withLedger { ledger in
+                        try await body(DownloadFixture(control: control, client: ContractRecorder(client), ledger: ledger, databasePath: configured.configuration.databasePath))
+                    }
+                }
             }
         }
     }
@@ -82,6 +88,21 @@ struct DownloadFixture: Sendable {
             }
         }
         return lines
+    }
+
+    /// A snapshot once the ledger has settled: a download's end is recorded after its body went
+    /// out, so right after a 200 the attempt may not be logged yet (more so on PostgreSQL).
+    /// Waits (up to 5 s) for two equal snapshots 100 ms apart.
+    func settledSnapshot() async throws -> [String] {
+        var last = try await snapshot()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            let next = try await snapshot()
+            if next == last { return next }
+            last = next
+        }
+        return last
     }
 
     /// Waits (up to 5 s) until the ledger satisfies `condition`, as the body's end is recorded after it is sent.

@@ -3,14 +3,16 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import StockroomCore
+import StockroomPostgres
+import StockroomPostgresTestSupport
 import StockroomTestSupport
 import Testing
 @testable import StockroomServer
 
 /// The download flow against a live simulator: verify, record, stream, resume, status, ack.
 @Suite struct DownloadTests {
-    @Test func aVerifiedDownloadStreamsTheFileAndRecordsIt() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aVerifiedDownloadStreamsTheFileAndRecordsIt(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let response = try await fixture.post(purchase)
             #expect(response.status == .ok)
@@ -33,8 +35,8 @@ import Testing
         }
     }
 
-    @Test func theSamePostAgainIsIdempotentAndSparesTheUpstream() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func theSamePostAgainIsIdempotentAndSparesTheUpstream(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             for _ in 0..<3 { #expect(try await fixture.post(purchase).status == .ok) }
             #expect(try await fixture.eventually { try await fixture.ledger.attempts(of: purchase.transactionId).count == 3 })
@@ -46,16 +48,16 @@ import Testing
         }
     }
 
-    @Test func withoutATransactionIDTheProductsPurchaseIsRecorded() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func withoutATransactionIDTheProductsPurchaseIsRecorded(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(purchase, transaction: false).status == .ok)
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId) != nil)
         }
     }
 
-    @Test func aResumeHonoursRangeAndIfRange() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aResumeHonoursRangeAndIfRange(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let first = try await fixture.post(purchase)
             let token = try #require(first.headers[.init("X-Download-Token")!])
@@ -80,8 +82,8 @@ import Testing
         }
     }
 
-    @Test func tokensAreRequiredAuthenticAndUnexpired() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func tokensAreRequiredAuthenticAndUnexpired(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let other = try await fixture.control.purchase(DownloadFixture.book)
             let otherToken = try #require(try await fixture.post(other).headers[.init("X-Download-Token")!])
@@ -104,8 +106,8 @@ import Testing
         }
     }
 
-    @Test func statusAndAckTellWhenItIsSafeToFinish() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func statusAndAckTellWhenItIsSafeToFinish(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let token = try #require(try await fixture.post(purchase).headers[.init("X-Download-Token")!])
             #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
@@ -124,9 +126,9 @@ import Testing
         }
     }
 
-    @Test func aClientThatDisconnectsLeavesTheTransactionVerifiedWithItsBytesLogged() async throws {
+    @Test(arguments: LedgerEngine.allCases) func aClientThatDisconnectsLeavesTheTransactionVerifiedWithItsBytesLogged(_ engine: LedgerEngine) async throws {
         // 128 MiB: more than socket and channel buffers can swallow for a client that stopped.
-        try await DownloadFixture.run(AttackLimitTests.withHugeProduct) { fixture in
+        try await DownloadFixture.run(engine: engine, AttackLimitTests.withHugeProduct) { fixture in
             let product = AttackLimitTests.huge
             let size = Int64(128 << 20)
             let purchase = try await fixture.control.purchase(product)
@@ -153,8 +155,8 @@ import Testing
         }
     }
 
-    @Test func anUnavailableUpstreamKeepsTheReceiptAsAPendingProof() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func anUnavailableUpstreamKeepsTheReceiptAsAPendingProof(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 10])
             let response = try await fixture.post(purchase)
@@ -175,8 +177,8 @@ import Testing
         }
     }
 
-    @Test func aPendingReceiptIsKeptUnderItsTransactionIDEvenWhenTheAppNamesNone() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aPendingReceiptIsKeptUnderItsTransactionIDEvenWhenTheAppNamesNone(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 10])
             #expect(try await fixture.post(purchase, transaction: false).status == .serviceUnavailable)
@@ -186,8 +188,8 @@ import Testing
         }
     }
 
-    @Test func aRejectedReceiptAddsNoRow() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aRejectedReceiptAddsNoRow(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let foreign = try await fixture.control.purchase(["productId": DownloadFixture.book, "bundleId": "com.example.other"])
             let book = try await fixture.control.purchase(DownloadFixture.book)
             let garbage = ByteEncoding.base64(Array("not a receipt".utf8))
@@ -207,8 +209,8 @@ import Testing
         }
     }
 
-    @Test func aRevokedTransactionIsRefusedOnEveryRoute() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aRevokedTransactionIsRefusedOnEveryRoute(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let token = try #require(try await fixture.post(purchase).headers[.init("X-Download-Token")!])
             #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
@@ -230,8 +232,8 @@ import Testing
         }
     }
 
-    @Test func aRefundAppleReportsRevokesThePurchaseAndItsRestores() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aRefundAppleReportsRevokesThePurchaseAndItsRestores(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let original = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(original).status == .ok)
             let restore = try await fixture.control.purchase(["productId": DownloadFixture.book, "originalTransactionId": original.transactionId])
@@ -267,9 +269,10 @@ import Testing
         (#"{"productId": "com.example.book", "signedTransaction": "a.b.c", "appAccountToken": "nope"}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book", "signedTransaction": "a.b.c"}"#, .forbidden, "jws_malformed"),
         (#"{"productId": "com.example.nope", "receiptData": "AAAA"}"#, .notFound, "unknown_product"),
-    ])
-    func badRequestsAreRefusedAndChangeNothing(body: String, status: HTTPResponse.Status, code: String) async throws {
-        try await DownloadFixture.run { fixture in
+    ], LedgerEngine.allCases)
+    func badRequestsAreRefusedAndChangeNothing(_ request: (String, HTTPResponse.Status, String), engine: LedgerEngine) async throws {
+        let (body, status, code) = request
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             _ = try await fixture.post(purchase)
             #expect(try await fixture.eventually { try await fixture.ledger.attempts(of: purchase.transactionId).count == 1 })
@@ -283,8 +286,8 @@ import Testing
         }
     }
 
-    @Test func oversizedBodiesAndBadPathsAreRefused() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func oversizedBodiesAndBadPathsAreRefused(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let tooLarge = try await fixture.client.execute(
                 uri: "/v1/downloads", method: .post, body: ByteBuffer(string: #"{"productId": "com.example.book", "receiptData": ""# + String(repeating: "A", count: 1 << 20) + #""}"#))
             #expect(tooLarge.status == .contentTooLarge)
@@ -300,8 +303,8 @@ import Testing
 
     // MARK: StoreKit 2
 
-    @Test func aSignedTransactionDownloadsWithoutAnUpstreamCall() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aSignedTransactionDownloadsWithoutAnUpstreamCall(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let response = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction])
             #expect(response.status == .ok)
@@ -315,8 +318,8 @@ import Testing
         }
     }
 
-    @Test func rejectedSignedTransactionsChangeNothing() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func rejectedSignedTransactionsChangeNothing(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let level = try await fixture.control.purchase("com.example.big")
             let parts = purchase.signedTransaction.split(separator: ".").map(String.init)
@@ -338,8 +341,8 @@ import Testing
         }
     }
 
-    @Test func aRevokedSignedTransactionRevokesThePurchase() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aRevokedSignedTransactionRevokesThePurchase(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction]).status == .ok)
             let revoked = try await fixture.control.refund(purchase.transactionId)
@@ -350,8 +353,8 @@ import Testing
         }
     }
 
-    @Test func theServerAPICatchesARefundTheAppsCopyDoesNotShow() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func theServerAPICatchesARefundTheAppsCopyDoesNotShow(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             try await fixture.control.refund(purchase.transactionId)
             // The app still holds the JWS signed before the refund.
@@ -364,8 +367,8 @@ import Testing
         }
     }
 
-    @Test func aTransactionOfAnotherAppAccountIsClaimed() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aTransactionOfAnotherAppAccountIsClaimed(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let owner = "8F2E6A4C-0000-4000-8000-000000000001"
             let purchase = try await fixture.control.purchase(["productId": DownloadFixture.book, "appAccountToken": owner])
             let stranger = try await fixture.post([
@@ -377,6 +380,35 @@ import Testing
             #expect(try await fixture.snapshot() == [])
             let ownerResponse = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction, "appAccountToken": owner])
             #expect(ownerResponse.status == .ok)
+        }
+    }
+
+    @Test func aLostPostgreSQLLedgerAnswers503AndTheServerRecoversWithoutARestart() async throws {
+        try await DownloadFixture.run(engine: .postgres, { $0.databaseTimeout = .seconds(5) }) { fixture in
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            let first = try await fixture.post(purchase)
+            #expect(first.status == .ok)
+            let token = try #require(first.headers[.init("X-Download-Token")!])
+            let status = "/v1/downloads/\(purchase.transactionId)"
+            // The ledger's database goes away: connections cut, new ones refused.
+            let cluster = try ScratchPostgres.cluster()
+            let database = try PostgresAddress(url: fixture.databasePath).database
+            try await ScratchPostgres.admin(cluster, "ALTER DATABASE \(database) ALLOW_CONNECTIONS false")
+            try await ScratchPostgres.admin(cluster, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)'")
+            let lost = try await fixture.get(status, token: token)
+            #expect(lost.status == .serviceUnavailable)
+            #expect(try DownloadFixture.code(lost) == "ledger_unavailable")
+            #expect(Int(lost.headers[.retryAfter] ?? "") ?? 0 >= 1)
+            // It comes back: the same server answers again.
+            try await ScratchPostgres.admin(cluster, "ALTER DATABASE \(database) ALLOW_CONNECTIONS true")
+            let deadline = ContinuousClock.now + .seconds(30)
+            var answer = try await fixture.get(status, token: token)
+            while answer.status == .serviceUnavailable, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+                answer = try await fixture.get(status, token: token)
+            }
+            #expect(answer.status == .ok)
+            #expect(try DownloadFixture.json(answer)["state"] as? String != nil)
         }
     }
 }

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import StockroomCore
+import StockroomPostgresTestSupport
 import StockroomTestSupport
 import Testing
 @testable import StockroomServer
@@ -18,8 +19,8 @@ import Testing
         try await fixture.client.execute(uri: "/v1/notifications/appstore", method: .post, body: body)
     }
 
-    @Test func aRefundThroughTheSimulatorsNotificationRevokesTheDownload() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aRefundThroughTheSimulatorsNotificationRevokesTheDownload(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let token = try #require(try await fixture.post(purchase).headers[.init("X-Download-Token")!])
             let url = #"{"url": "http://127.0.0.1:\#(fixture.client.port!)/v1/notifications/appstore"}"#
@@ -32,8 +33,8 @@ import Testing
         }
     }
 
-    @Test func notificationsAreIdempotentOnTheirUUID() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func notificationsAreIdempotentOnTheirUUID(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(purchase).status == .ok)
             let refund = try await Self.notification(fixture, type: "REFUND", transactionId: purchase.transactionId)
@@ -42,7 +43,7 @@ import Testing
             // Reinstated by hand, the same REFUND delivered again changes nothing.
             let reversed = try await Self.notification(fixture, type: "REFUND_REVERSED", transactionId: purchase.transactionId)
             #expect(try await Self.deliver(fixture, reversed).status == .ok)
-            let before = try await fixture.snapshot()
+            let before = try await fixture.settledSnapshot()
             let again = try await Self.deliver(fixture, refund)
             #expect(again.status == .ok)
             #expect(String(buffer: again.body) == #"{"status":"duplicate"}"#)
@@ -51,8 +52,8 @@ import Testing
         }
     }
 
-    @Test func aRefundReversedRestoresTheDownload() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aRefundReversedRestoresTheDownload(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(purchase).status == .ok)
             _ = try await Self.deliver(fixture, try await Self.notification(fixture, type: "REVOKE", transactionId: purchase.transactionId))
@@ -63,8 +64,8 @@ import Testing
         }
     }
 
-    @Test func aRefundOfATransactionNeverSeenStopsItsLaterDownload() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aRefundOfATransactionNeverSeenStopsItsLaterDownload(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             _ = try await Self.deliver(fixture, try await Self.notification(fixture, type: "REFUND", transactionId: purchase.transactionId))
             let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
@@ -75,8 +76,8 @@ import Testing
         }
     }
 
-    @Test func unknownTypesAreRecordedAndAcknowledged() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func unknownTypesAreRecordedAndAcknowledged(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(purchase).status == .ok)
             #expect(try await fixture.eventually { try await fixture.ledger.attempts(of: purchase.transactionId).count == 1 })
@@ -88,8 +89,8 @@ import Testing
         }
     }
 
-    @Test func notificationsThatDoNotVerifyAreRefusedAndChangeNothing() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func notificationsThatDoNotVerifyAreRefusedAndChangeNothing(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(purchase).status == .ok)
             #expect(try await fixture.eventually { try await fixture.ledger.attempts(of: purchase.transactionId).count == 1 })

@@ -3,6 +3,8 @@ import StockroomTestSupport
 import Hummingbird
 import Logging
 import StockroomCore
+import StockroomPostgres
+import StockroomPostgresTestSupport
 @testable import StockroomServer
 
 /// A server configuration over temporary catalogue, content and database, port 0.
@@ -53,5 +55,34 @@ struct ServerFixture {
 
     func application() async throws -> some ApplicationProtocol {
         try await buildApplication(configuration: configuration)
+    }
+
+    /// Runs `body` with a fixture whose ledger is on `engine`: the SQLite file of `init()`, or a
+    /// PostgreSQL database of its own, dropped afterwards (its digest cache stays in the temporary folder).
+    static func on<Value: Sendable>(_ engine: LedgerEngine, _ body: @Sendable (ServerFixture) async throws -> Value) async throws -> Value {
+        var fixture = try ServerFixture()
+        guard engine == .postgres else { return try await body(fixture) }
+        return try await ScratchPostgres.withDatabase { address in
+            fixture.configuration.databasePath = address.url
+            fixture.configuration.stateFolder = fixture.root.path
+            // A loaded test machine is slow, not a lost database (the outage test sets its own).
+            fixture.configuration.databaseTimeout = .seconds(30)
+            let configured = fixture
+            return try await body(configured)
+        }
+    }
+
+    /// The ledger the configured server writes, opened for `body` as a second instance opens it.
+    func withLedger<Value: Sendable>(_ body: @Sendable (any Ledger) async throws -> Value) async throws -> Value {
+        let value: Value
+        if configuration.usesPostgres {
+            let database = PostgresPool(
+                address: try PostgresAddress(url: configuration.databasePath), poolSize: 4, leaseTimeout: .seconds(30), logger: ScratchPostgres.quiet)
+            value = try await database.running { database in try await body(PostgresLedger(database: database)) }
+        } else {
+            value = try await body(SQLiteLedger(database: try AppDatabase(path: configuration.databasePath)))
+        }
+        withExtendedLifetime(root) {}  // the temporary folder lives until the test is done
+        return value
     }
 }

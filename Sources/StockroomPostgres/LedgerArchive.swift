@@ -1,0 +1,119 @@
+import Foundation
+import StockroomCore
+
+/// A whole ledger as rows, engine-neutral: what `stockroom ledger export` writes (one JSON object
+/// a line) and `ledger import` reads, to move a ledger between SQLite and PostgreSQL.
+///
+/// Each line is `{"table": NAME, "row": {...}}`; a row's keys are its columns, times are seconds
+/// since 1970 (exact, as a `Double`). The file's SHA-256 is reported by both commands.
+public struct LedgerArchive: Sendable, Equatable {
+    public var fulfilments: [Fulfilment] = []
+    public var attempts: [DownloadAttempt] = []
+    public var pendingProofs: [PendingProof] = []
+    public var notifications: [Notification] = []
+
+    public init() {}
+
+    /// A row of `notifications`: the UUIDs that make notifications idempotent, and what each did.
+    public struct Notification: Sendable, Equatable, Codable {
+        public var uuid: String
+        public var type: String
+        public var subtype: String?
+        public var transactionID: String?
+        public var originalTransactionID: String?
+        public var outcome: String
+        public var receivedAt: Date
+
+        public init(
+            uuid: String, type: String, subtype: String?, transactionID: String?, originalTransactionID: String?, outcome: String,
+            receivedAt: Date
+        ) {
+            self.uuid = uuid
+            self.type = type
+            self.subtype = subtype
+            self.transactionID = transactionID
+            self.originalTransactionID = originalTransactionID
+            self.outcome = outcome
+            self.receivedAt = receivedAt
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case uuid = "notification_uuid", type = "notification_type", subtype, transactionID = "transaction_id"
+            case originalTransactionID = "original_transaction_id", outcome, receivedAt = "received_at"
+        }
+    }
+
+    /// Rows per table, in the order the file holds them.
+    public var counts: KeyValuePairs<String, Int> {
+        [
+            "fulfilments": fulfilments.count, "download_attempts": attempts.count, "pending_proofs": pendingProofs.count,
+            "notifications": notifications.count,
+        ]
+    }
+
+    /// "12 fulfilments, 30 download_attempts, …": for the commands' summaries.
+    public var summary: String { counts.map { "\($0.value) \($0.key)" }.joined(separator: ", ") }
+
+    /// Whether there is nothing in it: an import goes only into an empty ledger.
+    public var isEmpty: Bool { counts.allSatisfy { $0.value == 0 } }
+
+    private struct Line<Row: Codable>: Codable {
+        var table: String
+        var row: Row
+    }
+
+    private struct Table: Decodable {
+        var table: String
+    }
+
+    /// The JSON Lines text, rows sorted by key so that one ledger always gives the same bytes.
+    public func jsonLines() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .secondsSince1970
+        var text = Data()
+        func add<Row: Codable>(_ table: String, _ rows: [Row]) throws {
+            for row in rows {
+                text.append(try encoder.encode(Line(table: table, row: row)))
+                text.append(0x0A)
+            }
+        }
+        try add("fulfilments", fulfilments.sorted { $0.transactionID < $1.transactionID })
+        try add("download_attempts", attempts.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
+        try add("pending_proofs", pendingProofs.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
+        try add("notifications", notifications.sorted { $0.uuid < $1.uuid })
+        return text
+    }
+
+    /// Reads JSON Lines as `jsonLines()` writes them; a line of an unknown table is an error
+    /// naming its line number.
+    public init(jsonLines data: Data) throws {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        for (index, line) in data.split(separator: 0x0A, omittingEmptySubsequences: true).enumerated() {
+            let bytes = Data(line)
+            do {
+                switch try decoder.decode(Table.self, from: bytes).table {
+                case "fulfilments": fulfilments.append(try decoder.decode(Line<Fulfilment>.self, from: bytes).row)
+                case "download_attempts": attempts.append(try decoder.decode(Line<DownloadAttempt>.self, from: bytes).row)
+                case "pending_proofs": pendingProofs.append(try decoder.decode(Line<PendingProof>.self, from: bytes).row)
+                case "notifications": notifications.append(try decoder.decode(Line<Notification>.self, from: bytes).row)
+                case let other: throw Malformed(description: "line \(index + 1): unknown table \"\(other)\"")
+                }
+            } catch let error as Malformed {
+                throw error
+            } catch {
+                throw Malformed(description: "line \(index + 1): \(error)")
+            }
+        }
+    }
+
+    /// An archive line that cannot be read, or a ledger that cannot take an archive.
+    public struct Malformed: Error, CustomStringConvertible {
+        public let description: String
+
+        public init(description: String) {
+            self.description = description
+        }
+    }
+}

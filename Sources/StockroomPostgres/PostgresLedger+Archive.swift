@@ -1,0 +1,75 @@
+import Foundation
+import PostgresNIO
+import StockroomCore
+
+/// Moving a ledger: every row out, in one consistent snapshot; every row in, into an empty
+/// ledger, in one transaction.
+extension PostgresLedger {
+    /// Every row of every table, read in one repeatable-read transaction.
+    public func archive() async throws -> LedgerArchive {
+        try await database.transaction { connection in
+            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger).drain()
+            var archive = LedgerArchive()
+            archive.fulfilments = try await LedgerRows.decode(
+                Fulfilment.self,
+                try await connection.query("SELECT \(unescaped: LedgerRows.fulfilment) FROM fulfilments f ORDER BY f.transaction_id", logger: logger))
+            archive.attempts = try await LedgerRows.decode(
+                DownloadAttempt.self, try await connection.query("SELECT \(unescaped: LedgerRows.attempt) FROM download_attempts a ORDER BY a.id", logger: logger))
+            archive.pendingProofs = try await LedgerRows.decode(
+                PendingProof.self, try await connection.query("SELECT \(unescaped: LedgerRows.pendingProof) FROM pending_proofs p ORDER BY p.id", logger: logger))
+            archive.notifications = try await LedgerRows.decode(
+                LedgerArchive.Notification.self,
+                try await connection.query(
+                    "SELECT \(unescaped: LedgerRows.json("n", times: ["received_at"])) FROM notifications n ORDER BY n.notification_uuid", logger: logger))
+            return archive
+        }
+    }
+
+    /// Writes every row of `archive` into this ledger, which must be empty; identities continue
+    /// after the highest imported ID. Nothing is written when anything fails.
+    public func restore(_ archive: LedgerArchive) async throws {
+        try await database.transaction { connection in
+            for table in ["fulfilments", "download_attempts", "pending_proofs", "notifications"] {
+                let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT 1 FROM \(table) LIMIT 1"), logger: logger).collect()
+                guard rows.isEmpty else { throw LedgerArchive.Malformed(description: "the target ledger is not empty: \(table) has rows") }
+            }
+            for row in archive.fulfilments { try await connection.query(LedgerRows.insert(row), logger: logger).drain() }
+            for attempt in archive.attempts {
+                try await connection.query(
+                    """
+                    INSERT INTO download_attempts (id, transaction_id, range_start, range_end, bytes, outcome, at)
+                    VALUES (\(attempt.id), \(attempt.transactionID), \(attempt.rangeStart), \(attempt.rangeEnd), \(attempt.bytes),
+                      \(attempt.outcome.rawValue), \(Timestamp(attempt.at)))
+                    """, logger: logger
+                ).drain()
+            }
+            for proof in archive.pendingProofs {
+                try await connection.query(
+                    """
+                    INSERT INTO pending_proofs (id, transaction_id, proof_digest, proof_kind, proof, requested_product_id, app_account_token,
+                      status, last_error, created_at, updated_at)
+                    VALUES (\(proof.id), \(proof.transactionID), \(proof.proofDigest), \(proof.proofKind.rawValue), \(proof.proof),
+                      \(proof.requestedProductID), \(proof.appAccountToken), \(proof.status.rawValue), \(proof.lastError), \(Timestamp(proof.createdAt)),
+                      \(Timestamp(proof.updatedAt)))
+                    """, logger: logger
+                ).drain()
+            }
+            for notification in archive.notifications {
+                try await connection.query(
+                    """
+                    INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at)
+                    VALUES (\(notification.uuid), \(notification.type), \(notification.subtype), \(notification.transactionID),
+                      \(notification.originalTransactionID), \(notification.outcome), \(Timestamp(notification.receivedAt)))
+                    """, logger: logger
+                ).drain()
+            }
+            for table in ["download_attempts", "pending_proofs"] {
+                try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: "SELECT setval(pg_get_serial_sequence('\(table)', 'id'), COALESCE((SELECT max(id) FROM \(table)), 0) + 1, false)"),
+                    logger: logger
+                ).drain()
+            }
+        }
+    }
+}

@@ -1,0 +1,181 @@
+public import Logging
+public import PostgresNIO
+public import ServiceLifecycle
+import StockroomCore
+
+/// The connection pool of a PostgreSQL ledger, and how the ledger uses it: a bounded wait for a
+/// connection, one SQL transaction per decision retried on a serialisation conflict, and any
+/// sign of a lost database turned into `LedgerUnavailable`.
+///
+/// A `Service`: its `run()` is the pool's (the server runs it among its services; tests and the
+/// CLI run it beside their work). Nothing is connected before `run()` and a first query.
+public final class PostgresPool: Service, Sendable {
+    /// The pool; `run()` must be running for any query to start.
+    public let client: PostgresClient
+    /// The database the pool connects to.
+    public let address: PostgresAddress
+    /// How long a call waits for a pooled connection before it is `LedgerUnavailable`.
+    public let leaseTimeout: Duration
+    let logger: Logger
+    let schema: SchemaGate
+    private let outage = Outage()
+
+    /// A decision that keeps meeting a serialisation conflict or deadlock is tried this often.
+    static let attempts = 8
+
+    /// A pool of at most `poolSize` connections to `address`. `migrated` says the schema was
+    /// brought up to date already (the server does it before it starts); otherwise the first
+    /// call does it.
+    public init(address: PostgresAddress, poolSize: Int, leaseTimeout: Duration = .seconds(5), migrated: Bool = false, logger: Logger) {
+        var logger = logger
+        // PostgresNIO logs statements below .notice; receipts travel in them.
+        if logger.logLevel < .notice { logger.logLevel = .notice }
+        self.client = PostgresClient(configuration: Self.configuration(address, poolSize: poolSize), backgroundLogger: logger)
+        self.address = address
+        self.leaseTimeout = leaseTimeout
+        self.logger = logger
+        self.schema = SchemaGate(migrated: migrated)
+    }
+
+    /// Runs the pool until cancelled or shut down gracefully.
+    public func run() async throws {
+        await client.run()
+    }
+
+    /// Runs `body` with the pool running beside it (tests, one-off commands, start-up migrations).
+    public func running<Value: Sendable>(_ body: @Sendable (PostgresPool) async throws -> Value) async throws -> Value {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await self.client.run() }
+            defer { group.cancelAll() }
+            return try await body(self)
+        }
+    }
+
+    /// Brings the schema up to date (under an advisory lock, so concurrent starts migrate once);
+    /// returns the versions this call applied.
+    @discardableResult
+    public func migrate() async throws -> [Int] {
+        try await withConnection { connection in try await PostgresSchema.migrate(connection, logger: self.logger) }
+    }
+
+    /// Migrates over a connection of its own, before any pool runs (the server's start-up):
+    /// a refusal says what the server said (a wrong password, a missing database), never the password.
+    @discardableResult
+    public static func migrate(address: PostgresAddress, logger: Logger) async throws -> [Int] {
+        let tls: PostgresConnection.Configuration.TLS =
+            switch address.tls {
+            case .disable: .disable
+            case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+        var configuration = PostgresConnection.Configuration(
+            host: address.host, port: address.port, username: address.username, password: address.password, database: address.database,
+            tls: tls)
+        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.additionalStartupParameters = [("TimeZone", "UTC"), ("application_name", "stockroom")]
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+        } catch {
+            throw PostgresFault.refusal(error)
+        }
+        do {
+            let applied = try await PostgresSchema.migrate(connection, logger: logger)
+            try await connection.close()
+            return applied
+        } catch {
+            try? await connection.close()
+            throw PostgresFault.refusal(error)
+        }
+    }
+
+    // MARK: Running statements
+
+    /// One statement, or a read, on a pooled connection, after the schema is ready.
+    func read<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws -> Value {
+        try await retrying { try await self.withConnection(body) }
+    }
+
+    /// `body` in one SQL transaction, retried whole on a serialisation failure, a deadlock, or a
+    /// unique key another transaction took first; other errors roll it back and surface.
+    func transaction<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws -> Value {
+        try await retrying {
+            try await self.withConnection { connection in
+                try await connection.withTransaction(logger: self.logger) { connection in try await body(connection) }
+            }
+        }
+    }
+
+    private func retrying<Value: Sendable>(_ operation: @Sendable () async throws -> Value) async throws -> Value {
+        try await schema.ready { try await self.migrate() }
+        var attempt = 1
+        while true {
+            do {
+                return try await operation()
+            } catch let error as PostgresFault.Retryable {
+                guard attempt < Self.attempts else { throw error.underlying }
+                logger.debug("ledger transaction retried", metadata: ["sqlstate": .string(error.sqlState)])
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...(4 * attempt))))
+            }
+        }
+    }
+
+    /// `body` on a pooled connection; waiting longer than `leaseTimeout` for one is
+    /// `LedgerUnavailable`, and a lease that comes later is given back untouched. While the
+    /// database is known lost, calls wait only `outageLeaseTimeout`, so a 503 comes quickly.
+    func withConnection<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws -> Value {
+        let race = LeaseRace()
+        let timeout = outage.isLost ? min(leaseTimeout, Self.outageLeaseTimeout) : leaseTimeout
+        do {
+            let value = try await withThrowingTaskGroup(of: Value?.self) { group in
+                group.addTask {
+                    try await self.client.withConnection { connection in
+                        guard race.lease() else { throw CancellationError() }
+                        return try await body(connection)
+                    }
+                }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    if race.abandon() { throw LedgerUnavailable(reason: "no database connection within \(timeout)") }
+                    return nil
+                }
+                while let outcome = try await group.next() {
+                    if let value = outcome {
+                        group.cancelAll()
+                        return value
+                    }
+                }
+                throw LedgerUnavailable(reason: "the database call ended without an answer")
+            }
+            if outage.recovered() { logger.notice("ledger database reachable again", metadata: ["database": .string(address.description)]) }
+            return value
+        } catch {
+            let fault = PostgresFault.classify(error)
+            if let lost = fault as? LedgerUnavailable, outage.lost() {
+                logger.warning("ledger database unavailable", metadata: ["database": .string(address.description), "reason": .string(lost.reason)])
+            }
+            throw fault
+        }
+    }
+
+    /// How long a call waits for a connection while the database is known lost.
+    static let outageLeaseTimeout: Duration = .milliseconds(500)
+
+    static func configuration(_ address: PostgresAddress, poolSize: Int) -> PostgresClient.Configuration {
+        let tls: PostgresClient.Configuration.TLS =
+            switch address.tls {
+            case .disable: .disable
+            case .prefer: .prefer(.makeClientConfiguration())
+            case .require: .require(.makeClientConfiguration())
+            }
+        var configuration = PostgresClient.Configuration(
+            host: address.host, port: address.port, username: address.username, password: address.password,
+            database: address.database, tls: tls)
+        configuration.options.maximumConnections = max(1, poolSize)
+        configuration.options.minimumConnections = 0
+        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.additionalStartupParameters = [("TimeZone", "UTC"), ("application_name", "stockroom")]
+        return configuration
+    }
+}

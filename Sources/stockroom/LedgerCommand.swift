@@ -1,0 +1,156 @@
+import ArgumentParser
+import Foundation
+import GRDB
+import StockroomCore
+import StockroomPostgres
+
+/// `stockroom ledger check | export | import`: the ledger's invariants, and moving a ledger
+/// between SQLite and PostgreSQL, on either engine (`--database`).
+struct LedgerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ledger",
+        abstract: "Check the ledger's invariants, or move it between SQLite and PostgreSQL.",
+        subcommands: [Check.self, Export.self, Import.self])
+
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Verify the ledger's invariants; one line per problem, exit 1 if any.")
+
+        @OptionGroup var options: ServerOptions
+
+        func run() async throws {
+            let archive = try await LedgerStore.open(options).archive()
+            let problems = archive.problems
+            for problem in problems { print(problem) }
+            guard problems.isEmpty else { fail("\(problems.count) problem\(problems.count == 1 ? "" : "s") in \(archive.summary)") }
+            print("ok: \(archive.summary)")
+        }
+    }
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write every row of the ledger as JSON Lines (receipts included: keep the file private).")
+
+        @OptionGroup var options: ServerOptions
+
+        @Option(help: "The format: jsonl.")
+        var format = "jsonl"
+
+        @Option(name: .shortAndLong, help: "The file to write (mode 0600); - or none for standard output.")
+        var output: String?
+
+        func run() async throws {
+            guard format == "jsonl" else { throw ValidationError("--format must be jsonl") }
+            let archive = try await LedgerStore.open(options).archive()
+            let data = try archive.jsonLines()
+            if let output, output != "-" {
+                guard FileManager.default.createFile(atPath: output, contents: data, attributes: [.posixPermissions: 0o600]) else {
+                    fail("\(output) cannot be written")
+                }
+            } else {
+                FileHandle.standardOutput.write(data)
+            }
+            FileHandle.standardError.write(Data("exported \(archive.summary); sha256 \(LedgerStore.checksum(data))\n".utf8))
+        }
+    }
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Load an export into an empty ledger, in one transaction; prints the counts and the file's SHA-256.")
+
+        @OptionGroup var options: ServerOptions
+
+        @Argument(help: "The JSON Lines file `ledger export` wrote; - for standard input.")
+        var file: String
+
+        func run() async throws {
+            let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : FileManager.default.contents(atPath: file)
+            guard let data else { fail("\(file) cannot be read") }
+            let archive: LedgerArchive
+            do {
+                archive = try LedgerArchive(jsonLines: data)
+            } catch {
+                fail("\(file): \(error)")
+            }
+            let problems = archive.problems
+            guard problems.isEmpty else { fail("\(file) breaks the ledger's invariants: " + problems.joined(separator: "; ")) }
+            let store = try await LedgerStore.open(options, creating: true)
+            try await store.restore(archive)
+            let stored = try await store.archive()
+            guard stored.matches(archive) else { fail("the imported ledger differs from \(file): \(stored.summary)") }
+            print("imported \(stored.summary); sha256 \(LedgerStore.checksum(data))")
+        }
+    }
+}
+
+/// The ledger behind `--database`, as whole rows: GRDB records on SQLite, `PostgresLedger`'s
+/// archive on PostgreSQL.
+enum LedgerStore {
+    case sqlite(AppDatabase)
+    case postgres(PostgresLedger)
+
+    /// Opens the configured ledger; a missing SQLite file is an error unless `creating`.
+    static func open(_ options: ServerOptions, creating: Bool = false) async throws -> LedgerStore {
+        let configuration = try options.configuration()
+        if configuration.usesPostgres {
+            return .postgres(OperatorContext.postgresLedger(configuration))
+        }
+        if !creating, !FileManager.default.fileExists(atPath: configuration.databasePath) {
+            fail("no ledger at \(configuration.databasePath); pass --database or set STOCKROOM_DATABASE")
+        }
+        return .sqlite(try AppDatabase(path: configuration.databasePath))
+    }
+
+    func archive() async throws -> LedgerArchive {
+        switch self {
+        case .postgres(let ledger): return try await ledger.archive()
+        case .sqlite(let database):
+            return try await database.writer.read { db in
+                var archive = LedgerArchive()
+                archive.fulfilments = try Fulfilment.order(Column("transaction_id")).fetchAll(db)
+                archive.attempts = try DownloadAttempt.order(Column("id")).fetchAll(db)
+                archive.pendingProofs = try PendingProof.order(Column("id")).fetchAll(db)
+                archive.notifications = try Row.fetchAll(db, sql: "SELECT * FROM notifications ORDER BY notification_uuid").map { row in
+                    LedgerArchive.Notification(
+                        uuid: row["notification_uuid"], type: row["notification_type"], subtype: row["subtype"],
+                        transactionID: row["transaction_id"], originalTransactionID: row["original_transaction_id"], outcome: row["outcome"],
+                        receivedAt: row["received_at"])
+                }
+                return archive
+            }
+        }
+    }
+
+    func restore(_ archive: LedgerArchive) async throws {
+        switch self {
+        case .postgres(let ledger): try await ledger.restore(archive)
+        case .sqlite(let database):
+            try await database.writer.write { db in
+                for table in ["fulfilments", "download_attempts", "pending_proofs", "notifications"] {
+                    guard try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") == 0 else {
+                        throw LedgerArchive.Malformed(description: "the target ledger is not empty: \(table) has rows")
+                    }
+                }
+                for row in archive.fulfilments { try row.insert(db) }
+                for attempt in archive.attempts { try attempt.insert(db) }
+                for proof in archive.pendingProofs { try proof.insert(db) }
+                for notification in archive.notifications {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at)
+                            VALUES (?, ?, ?, ?, ?, ?, ?)
+                            """,
+                        arguments: [
+                            notification.uuid, notification.type, notification.subtype, notification.transactionID,
+                            notification.originalTransactionID, notification.outcome, notification.receivedAt,
+                        ])
+                }
+            }
+        }
+    }
+
+    /// Hex SHA-256 of an export's bytes, as both commands print it.
+    static func checksum(_ data: Data) -> String {
+        ByteEncoding.hex(SHA256.hash(Array(data)))
+    }
+}

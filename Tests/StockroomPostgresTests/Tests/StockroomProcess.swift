@@ -1,0 +1,84 @@
+import Foundation
+import PostgresNIO
+import StockroomCore
+
+/// A `stockroom serve` process a test started, spoken to over loopback, stopped by the test.
+final class StockroomProcess: @unchecked Sendable {
+    private let process: Process
+    private let log: String
+    let port: Int
+
+    private init(process: Process, log: String, port: Int) {
+        self.process = process
+        self.log = log
+        self.port = port
+    }
+
+    /// Why a process could not be had.
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The `stockroom` binary beside the test runner (`swift build` puts both in `.build/debug`).
+    static func binary() throws -> String {
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = folder.appendingPathComponent("stockroom").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            folder.deleteLastPathComponent()
+        }
+        throw Failure(description: "no stockroom binary beside the test runner: run `swift build --product stockroom` first (make test does)")
+    }
+
+    /// A TCP port nothing listens on at the moment of asking.
+    static func freePort() throws -> Int {
+        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
+        defer { try? channel.close().wait() }
+        guard let port = channel.localAddress?.port else { throw Failure(description: "no free port") }
+        return port
+    }
+
+    /// Starts `stockroom serve` on 127.0.0.1:`port` in `folder` (its working directory and log).
+    static func serve(_ binary: String, folder: String, port: Int, arguments: [String], environment: [String: String]) throws -> StockroomProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--host", "127.0.0.1", "--port", String(port)] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.currentDirectoryURL = URL(fileURLWithPath: folder)
+        let log = folder + "/serve.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        try process.run()
+        return StockroomProcess(process: process, log: log, port: port)
+    }
+
+    /// Waits (up to 60 s) until `/healthz` answers; a process that exits first fails with its log.
+    func waitUntilHealthy() async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            guard process.isRunning else {
+                throw Failure(description: "stockroom serve exited: " + ((try? String(contentsOfFile: log, encoding: .utf8)) ?? ""))
+            }
+            if (try? await send(.get, "/healthz"))?.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw Failure(description: "stockroom serve on port \(port) was not healthy within 60 s")
+    }
+
+    /// One request to this instance.
+    func send(_ method: UpstreamRequest.Method, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil) async throws -> UpstreamResponse {
+        let request = UpstreamRequest(
+            method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers.map { (name: $0.0, value: $0.1) }, body: body)
+        return try await Self.client.send(request)
+    }
+
+    /// SIGTERM, then waits for the graceful stop.
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    private static let client = CurlHTTPClient(configuration: .init(totalTimeout: .seconds(30), maximumResponseBytes: 16 << 20))
+}

@@ -1,0 +1,83 @@
+import AppStoreSimulator
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import StockroomCore
+import StockroomPostgres
+import StockroomPostgresTestSupport
+import StockroomTestSupport
+import Testing
+
+/// Two `stockroom serve` processes on one PostgreSQL ledger, as behind a load balancer: what one
+/// decides, the other sees at once.
+@Suite(.serialized) struct TwoInstancesTests {
+    static let product = "com.example.stockroom.demo.book1"
+    static let tokenSecret = "two-instances-token-secret-0123456789abcdef"
+
+    @Test func claimsSpreadOverTwoInstancesMakeOneEntitlementAndARefundOnOneStopsTheOther() async throws {
+        let binary = try StockroomProcess.binary()
+        var simulator = SimulatorConfiguration()
+        simulator.port = 0
+        try await buildSimulatorApplication(configuration: simulator).test(.live) { simulatorClient in
+            let control = SimulatorControl(simulatorClient)
+            try await ScratchPostgres.withDatabase { address in
+                let folder = try TemporaryFolder()
+                try folder.write("content/book.epub", sampleBytes(count: 50_000))
+                try folder.write(
+                    "catalog/products.json",
+                    #"{"products": [{"productId": "\#(Self.product)", "title": "Book", "type": "non-consumable", "file": "book.epub"}]}"#)
+                try folder.write("root.pem", String(buffer: try await control.client.execute(uri: "/sim/root.pem", method: .get).body))
+                var instances: [StockroomProcess] = []
+                defer { for instance in instances { instance.stop() } }
+                for name in ["a", "b"] {
+                    instances.append(
+                        try StockroomProcess.serve(
+                            binary, folder: try folder.folder(name), port: try StockroomProcess.freePort(),
+                            arguments: [
+                                "--catalog", folder.path + "/catalog", "--content", folder.path + "/content", "--upstream", control.baseURL,
+                                "--trust-root", folder.path + "/root.pem", "--upstream-rate", "off", "--log-level", "error",
+                                // Every claim holds a connection while it waits for the purchase's lock.
+                                "--database-pool", "20", "--database-timeout", "30s",
+                            ],
+                            environment: ["STOCKROOM_DATABASE": address.url, "STOCKROOM_TOKEN_SECRET": Self.tokenSecret]))
+                }
+                for instance in instances { try await instance.waitUntilHealthy() }
+
+                // 32 concurrent claims of one transaction, spread over both.
+                let purchase = try await control.purchase(Self.product)
+                let body = try JSONSerialization.data(withJSONObject: [
+                    "productId": Self.product, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData,
+                ])
+                let answers = try await withThrowingTaskGroup(of: UpstreamResponse.self) { group in
+                    for index in 0..<32 {
+                        let instance = instances[index % 2]
+                        group.addTask { try await instance.send(.post, "/v1/downloads", body: Array(body)) }
+                    }
+                    return try await group.reduce(into: [UpstreamResponse]()) { $0.append($1) }
+                }
+                #expect(answers.map(\.status) == Array(repeating: 200, count: 32))
+                try await PostgresPool(address: address, poolSize: 2, leaseTimeout: .seconds(30), logger: ScratchPostgres.quiet).running { database in
+                    let rows = try await PostgresLedger(database: database).list(FulfilmentFilter())
+                    #expect(rows.map(\.transactionID) == [purchase.transactionId], "one entitlement")
+                    #expect(rows.first?.attempts == 32, "every claim counted once")
+                }
+
+                // A token from one instance works on the other (one STOCKROOM_TOKEN_SECRET); a
+                // refund received by one makes the other refuse the next range request.
+                let token = try #require(answers.first?.headers["x-download-token"])
+                let content = "/v1/downloads/\(purchase.transactionId)/content"
+                let range = [("Authorization", "Bearer \(token)"), ("Range", "bytes=0-99")]
+                #expect(try await instances[1].send(.get, content, headers: range).status == 206)
+                let refund = try await control.client.execute(
+                    uri: "/sim/notifications", method: .post,
+                    body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["type": "REFUND", "transactionId": purchase.transactionId])))
+                let received = try await instances[0].send(.post, "/v1/notifications/appstore", body: Array(buffer: refund.body))
+                #expect(received.status == 200)
+                let refused = try await instances[1].send(.get, content, headers: range)
+                #expect(refused.status == 403)
+                #expect(String(decoding: refused.body, as: UTF8.self).contains(#""code":"revoked""#))
+                withExtendedLifetime(folder) {}
+            }
+        }
+    }
+}
