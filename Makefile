@@ -21,7 +21,7 @@ serve: build
 	.build/debug/stockroom serve --upstream simulator $(ARGS)
 
 test: deps
-	@.ci/install-deps --postgres
+	@.ci/install-deps --tests
 	.ci/graph-check
 	.ci/contract spec
 	rm -f .build/contract-exchanges.jsonl
