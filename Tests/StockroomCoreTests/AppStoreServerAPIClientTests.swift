@@ -26,7 +26,7 @@ import Testing
                 privateKey: try key ?? ECPrivateKey(pem: published["privateKey"]!))
             let api = AppStoreServerAPIClient(
                 credentials: credentials, endpoints: .base(control.baseURL), transport: CurlHTTPClient(),
-                policy: RetryPolicy(maximumAttempts: 4, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(5)),
+                policy: RetryPolicy(maximumAttempts: 4, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(20)),
                 cacheInterval: cacheInterval)
             return try await body(control, api)
         }
