@@ -66,6 +66,36 @@ final class StockroomProcess: @unchecked Sendable {
         throw Failure(description: "stockroom serve on port \(port) was not healthy within 60 s")
     }
 
+    /// Runs a `stockroom` command to its end; its standard output, or a failure with both streams
+    /// when it exits non-zero. The streams go to files, so no thread of the test blocks on a pipe
+    /// (the simulator the command talks to runs in this process).
+    static func run(_ binary: String, _ arguments: [String], environment: [String: String]) async throws -> String {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stockroom-run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let outputPath = folder.appendingPathComponent("stdout").path, errorPath = folder.appendingPathComponent("stderr").path
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
+        process.standardError = FileHandle(forWritingAtPath: errorPath)
+        let finished = AsyncStream<Int32> { continuation in
+            process.terminationHandler = { continuation.yield($0.terminationStatus); continuation.finish() }
+        }
+        try process.run()
+        var status: Int32 = -1
+        for await code in finished { status = code }
+        let stdout = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        guard status == 0 else {
+            let stderr = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
+            throw Failure(description: "stockroom \(arguments.first ?? "") exited \(status): \(stderr) \(stdout)")
+        }
+        return stdout
+    }
+
     /// One request to this instance.
     func send(_ method: UpstreamRequest.Method, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil) async throws -> UpstreamResponse {
         let request = UpstreamRequest(

@@ -80,4 +80,58 @@ import Testing
             }
         }
     }
+
+    @Test func twoRefulfilPendingRunsAtOnceVerifyEachKeptReceiptOnce() async throws {
+        let binary = try StockroomProcess.binary()
+        var simulator = SimulatorConfiguration()
+        simulator.port = 0
+        try await buildSimulatorApplication(configuration: simulator).test(.live) { simulatorClient in
+            let control = SimulatorControl(simulatorClient)
+            try await ScratchPostgres.withDatabase { address in
+                let folder = try TemporaryFolder()
+                try folder.write("content/book.epub", sampleBytes(count: 5_000))
+                try folder.write(
+                    "catalog/products.json",
+                    #"{"products": [{"productId": "\#(Self.product)", "title": "Book", "type": "non-consumable", "file": "book.epub"}]}"#)
+                try folder.write("root.pem", String(buffer: try await control.client.execute(uri: "/sim/root.pem", method: .get).body))
+                let shared = [
+                    "--catalog", folder.path + "/catalog", "--content", folder.path + "/content", "--upstream", control.baseURL,
+                    "--trust-root", folder.path + "/root.pem", "--log-level", "error",
+                ]
+                let environment = ["STOCKROOM_DATABASE": address.url, "STOCKROOM_TOKEN_SECRET": Self.tokenSecret]
+                let server = try StockroomProcess.serve(
+                    binary, folder: try folder.folder("a"), port: try StockroomProcess.freePort(), arguments: shared + ["--upstream-rate", "off"],
+                    environment: environment)
+                defer { server.stop() }
+                try await server.waitUntilHealthy()
+
+                // Eight purchases whose downloads met an outage: eight kept receipts.
+                var purchases: [SimulatorControl.Purchase] = []
+                for _ in 0..<8 { purchases.append(try await control.purchase(Self.product)) }
+                try await control.fault(["kind": "http-status", "status": 503, "count": 1000])
+                for purchase in purchases {
+                    let body = try JSONSerialization.data(withJSONObject: [
+                        "productId": Self.product, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData,
+                    ])
+                    #expect(try await server.send(.post, "/v1/downloads", body: Array(body)).status == 503)
+                }
+                _ = try await control.client.execute(uri: "/sim/faults", method: .delete)
+
+                // Two operators, as on two machines: `stockroom refulfil --pending` twice at once.
+                let before = try await control.calls().total
+                async let first = StockroomProcess.run(binary, ["refulfil", "--pending", "--json"] + shared, environment: environment)
+                async let second = StockroomProcess.run(binary, ["refulfil", "--pending", "--json"] + shared, environment: environment)
+                let outputs = try await [first, second]
+                let results = try outputs.flatMap { output -> [[String: Any]] in
+                    let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
+                    return object?["results"] as? [[String: Any]] ?? []
+                }
+                #expect(results.count == 8, "each kept receipt is verified by one run only: \(outputs)")
+                #expect(Set(results.compactMap { $0["transactionId"] as? String }) == Set(purchases.map(\.transactionId)))
+                #expect(results.allSatisfy { $0["outcome"] as? String == "verified" })
+                #expect(try await control.calls().total - before == 8, "one verifyReceipt call per kept receipt")
+                withExtendedLifetime(folder) {}
+            }
+        }
+    }
 }
