@@ -171,9 +171,9 @@ import Testing
                 Issue.record("expected unavailable")
                 return
             }
-            // The upstream would take 5 s a call, ten times: under the first call's 5 s shows the
-            // 800 ms budget holds, with slack for a suite (two engines) that shares two busy cores.
-            #expect(ContinuousClock.now - start < .milliseconds(4500))
+            // The upstream would take 5 s a call, ten times (50 s): 10 s shows the 800 ms budget
+            // holds, with slack for a suite (two engines) that shares two busy cores.
+            #expect(ContinuousClock.now - start < .seconds(10))
         }
     }
 

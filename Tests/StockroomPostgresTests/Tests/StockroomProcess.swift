@@ -103,11 +103,11 @@ final class StockroomProcess: @unchecked Sendable {
         return try await Self.client.send(request)
     }
 
-    /// SIGTERM, then waits for the graceful stop.
+    /// SIGTERM; the process stops gracefully on its own. Not waited for here: a blocking wait
+    /// would hold one of the few threads the in-process simulator (and every other test) runs on.
     func stop() {
         guard process.isRunning else { return }
         process.terminate()
-        process.waitUntilExit()
     }
 
     private static let client = CurlHTTPClient(configuration: .init(totalTimeout: .seconds(30), maximumResponseBytes: 16 << 20))
