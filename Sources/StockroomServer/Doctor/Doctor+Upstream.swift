@@ -1,5 +1,7 @@
 import Foundation
+import Logging
 import StockroomCore
+import StockroomPostgres
 
 #if canImport(Glibc)
 import Glibc
@@ -24,6 +26,29 @@ extension Doctor {
             return Finding(check: "database", passed: true, detail: "\(path) is writable (\(count) fulfilments)")
         } catch {
             return Finding(check: "database", passed: false, detail: "\(path) cannot be written: \(error)")
+        }
+    }
+
+    /// A PostgreSQL ledger answers (and has been migrated): read only, the password never shown.
+    /// Its disk is the database server's, so no disk check is made here.
+    func postgresDatabase() async -> Finding {
+        let address: PostgresAddress
+        do {
+            address = try PostgresAddress(url: configuration.databasePath)
+        } catch {
+            return Finding(check: "database", passed: false, detail: "not a usable postgres:// address")
+        }
+        let pool = PostgresPool(address: address, poolSize: 1, leaseTimeout: .seconds(5), migrated: true, logger: Logger(label: "stockroom.doctor"))
+        do {
+            let counts = try await pool.running { try await PostgresLedger(database: $0).stateCounts() }
+            return Finding(check: "database", passed: true, detail: "\(address) answers (\(counts.values.reduce(0, +)) fulfilments)")
+        } catch let error as LedgerUnavailable {
+            return Finding(check: "database", passed: false, detail: "\(address) cannot be reached: \(error.reason)")
+        } catch where String(reflecting: error).contains("42P01") {
+            // undefined_table: reachable, not migrated yet; serve creates the tables at start.
+            return Finding(check: "database", passed: true, detail: "\(address) answers; its tables are created when serve starts")
+        } catch {
+            return Finding(check: "database", passed: false, detail: "\(address) cannot be used (the server refused the query)")
         }
     }
 

@@ -45,8 +45,12 @@ public struct Doctor: Sendable {
         findings += roots()
         findings.append(key())
         findings.append(sharedSecret(catalog))
-        findings.append(database())
-        findings.append(diskSpace())
+        if configuration.usesPostgres {
+            findings.append(await postgresDatabase())
+        } else {
+            findings.append(database())
+            findings.append(diskSpace())
+        }
         findings += await upstream()
         return findings
     }
