@@ -87,7 +87,7 @@ extension Entitlements {
             return "recorded: no usable transaction"
         }
         if proof.environment == .sandbox, !policy.allowsSandbox { return "recorded: sandbox purchases are not entitled" }
-        switch try await ledger.claim(proof, terms: .reverification, now: now()) {
+        switch try await ledger.claim(policy.proratedRefund == .keep ? proof.keepingProratedRefund() : proof, terms: .reverification, now: now()) {
         case .entitled: return "entitled"
         case .refused(let refusal): return "recorded: \(refusal.code)"
         }
@@ -95,6 +95,7 @@ extension Entitlements {
 
     /// CONSUMPTION_REQUEST: one answer per transaction, only with the customer's consent on record.
     private func queueConsumptionAnswer(_ transaction: SignedTransaction, uuid: String) async throws -> String {
+        guard serverAPI != nil else { return "no consumption answer: no App Store Server API credentials" }
         let environment = StoreEnvironment(rawValue: transaction.environment) ?? .production
         switch try await ledger.queueConsumptionAnswer(transaction.transactionId, environment: environment, requestedBy: uuid, now: now()) {
         case .queued:

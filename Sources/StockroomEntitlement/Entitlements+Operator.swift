@@ -147,6 +147,7 @@ extension Entitlements {
         func outcome(_ kind: Reverification.Kind, _ after: String, _ detail: String) -> Reverification {
             Reverification(kind: kind, transactionID: proof.transactionID, before: before, after: after, detail: detail)
         }
+        let proof = policy.proratedRefund == .keep ? proof.keepingProratedRefund() : proof
         switch try await ledger.claim(proof, terms: terms, now: now()) {
         case .entitled(let row):
             return outcome(.verified, row.state.rawValue, "the App Store vouches for it (\(proof.environment.rawValue))")

@@ -13,7 +13,7 @@ public struct Entitlements: Sendable {
     let receipts: any ReceiptVerifier
     let signedTransactions: SignedTransactionVerifier
     /// When credentials exist, StoreKit 2 transactions are confirmed (refunds, expiry) with it.
-    let serverAPI: AppStoreServerAPIClient?
+    public let serverAPI: AppStoreServerAPIClient?
     let tokens: DownloadTokenSigner
     let policy: EntitlementPolicy
     let gate: (any UpstreamGate)?
@@ -152,6 +152,7 @@ public struct Entitlements: Sendable {
 
     /// The ledger decides on a verified proof.
     private func decide(_ proof: VerifiedProof, _ request: ClaimRequest) async throws -> Claim {
+        let proof = policy.proratedRefund == .keep ? proof.keepingProratedRefund() : proof
         if proof.environment == .sandbox, !policy.allowsSandbox, proof.revokedAt == nil {
             return .refused(.sandboxNotAllowed(transactionID: proof.transactionID))
         }

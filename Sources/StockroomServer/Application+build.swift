@@ -70,7 +70,9 @@ public func buildApplication(
     } catch let error as CatalogError {
         throw StartupError.catalog(error)
     }
-    let (ledger, ledgerServices) = try await openLedger(configuration, logger: logger)
+    // Finish Transaction is queued only where it can be sent: with Server API credentials.
+    let finishOn = trust.serverAPI == nil ? nil : configuration.finishOn
+    let (ledger, ledgerServices) = try await openLedger(configuration, finishOn: finishOn, logger: logger)
     let tokenKey: [UInt8]
     do {
         tokenKey = try DownloadTokenSigner.loadKey(configured: configuration.tokenSecret, file: configuration.tokenSecretPath)
@@ -93,11 +95,18 @@ public func buildApplication(
     HealthController(catalog: catalogStore, metrics: metrics, ledger: ledger, slots: slots).addRoutes(to: router)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
     let signedTransactions = SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil)
-    let entitlements = Entitlements(
+    var entitlements = Entitlements(
         ledger: ledger, receipts: verifier, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
-        policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow),
+        policy: EntitlementPolicy(
+            reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow, proratedRefund: configuration.proratedRefund),
         gate: configuration.upstreamRateLimiter(), logger: logger)
+    let sender = trust.serverAPI.map { client in
+        ServerCallSender(
+            ledger: ledger, client: client, catalog: catalogStore, refundPreference: configuration.refundPreference,
+            interval: configuration.serverCallInterval, logger: logger)
+    }
+    if let sender { entitlements.serverCallQueued = { sender.wake() } }
     NotificationController(entitlements: entitlements).addRoutes(to: router.group("v1"))
     let contentStore = LocalContentStore(jail: jail)
     DownloadController(
@@ -121,7 +130,7 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Stockroom"),
         // The ledger's pool comes first: services stop in reverse order, so it outlives the requests.
         services: ledgerServices + [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)]
-            + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger),
+            + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger) + (sender.map { [$0] } ?? []),
         logger: logger
     )
 }
@@ -131,10 +140,10 @@ public func buildApplication(
 ///
 /// A `postgres://` address is migrated over a connection of its own before anything binds a
 /// port, so a wrong address, password or database refuses start-up with the server's words.
-func openLedger(_ configuration: ServerConfiguration, logger: Logger) async throws -> (any Ledger, [any Service]) {
+func openLedger(_ configuration: ServerConfiguration, finishOn: FinishTrigger? = nil, logger: Logger) async throws -> (any Ledger, [any Service]) {
     guard configuration.usesPostgres else {
         do {
-            return (SQLiteLedger(database: try AppDatabase(path: configuration.databasePath)), [])
+            return (SQLiteLedger(database: try AppDatabase(path: configuration.databasePath), finishOn: finishOn), [])
         } catch {
             throw StartupError.database(path: configuration.databasePath, reason: "\(error)")
         }
@@ -162,5 +171,5 @@ func openLedger(_ configuration: ServerConfiguration, logger: Logger) async thro
     let database = PostgresPool(
         address: address, poolSize: configuration.databasePoolSize, leaseTimeout: configuration.databaseTimeout, migrated: true, logger: logger)
     logger.info("ledger on PostgreSQL", metadata: ["database": .string(address.description), "pool": .stringConvertible(configuration.databasePoolSize)])
-    return (PostgresLedger(database: database), [database])
+    return (PostgresLedger(database: database, finishOn: finishOn), [database])
 }

@@ -1,5 +1,6 @@
 public import Logging
 public import StockroomCore
+public import StockroomEntitlement
 import StockroomPostgres
 
 /// Everything `stockroom serve` needs, with the defaults of DESIGN.md.
@@ -59,6 +60,16 @@ public struct ServerConfiguration: Sendable {
     public var sandbox: SandboxPolicy = .allow
     /// When set (`--offload`), nginx sends content bytes and reports each delivery; nil streams.
     public var offload: ContentOffload?
+
+    // The purchase lifecycle (ServerConfiguration+Lifecycle); each needs Server API credentials to act.
+    /// When Stockroom calls Finish Transaction itself (`--finish-on`); nil never.
+    public var finishOn: FinishTrigger? = .acknowledged
+    /// The refund outcome told to Apple with consumption answers (`--refund-preference`); nil says none.
+    public var refundPreference: ConsumptionInformation.RefundPreference?
+    /// What a prorated refund does to the content (`--prorated-refund`).
+    public var proratedRefund: ProratedRefundPolicy = .revoke
+    /// How often the queue of calls owed to the Server API is read when nothing wakes it.
+    public var serverCallInterval: Duration = .seconds(2)
 
     // Limits: each has a `serve` flag and a STOCKROOM_ variable (ServerConfiguration+Limits).
     /// A connection with no request in progress is closed after this; zero never closes it.

@@ -23,6 +23,9 @@ struct FulfilmentsCommand: AsyncParsableCommand {
         @Option(help: "Only those changed since: an ISO 8601 date or time, or an age such as 30m, 24h, 7d.")
         var since: String?
 
+        @Flag(help: "Only transactions whose Finish Transaction call is still queued (Apple down, or waiting for a retry), with its tries and last error.")
+        var unfinished = false
+
         @Option(help: "At most this many rows.")
         var limit: Int = 100
 
@@ -42,7 +45,9 @@ struct FulfilmentsCommand: AsyncParsableCommand {
                 guard let date = SinceParser.date(since) else { throw ValidationError("--since takes a date (2026-11-20), a time, or an age (24h)") }
                 filter.since = date
             }
+            filter.unfinished = unfinished
             let rows = try await OperatorContext(options: options).ledger.list(filter)
+            if unfinished, !json { return try await listUnfinished(rows) }
             if json {
                 print(FulfilmentView.json(rows.map { FulfilmentView.object($0) }))
                 return
@@ -56,6 +61,22 @@ struct FulfilmentsCommand: AsyncParsableCommand {
             print("\(rows.count) transaction\(rows.count == 1 ? "" : "s")")
             let kept = try await OperatorContext(options: options).ledger.pendingProofs(status: .pending, limit: 1_000_000).count
             if kept > 0 { print("\(kept) pending proof\(kept == 1 ? "" : "s") kept while the App Store was unreachable: --state pending lists them") }
+        }
+
+        /// Transactions waiting for Finish Transaction, with the queued call's state.
+        private func listUnfinished(_ rows: [Fulfilment]) async throws {
+            let calls = try await OperatorContext(options: options).ledger.serverCalls(ServerCallFilter(kind: .finish, status: .queued, limit: 1_000_000))
+            let byTransaction = Dictionary(calls.map { ($0.transactionID, $0) }, uniquingKeysWith: { first, _ in first })
+            let header = ["TRANSACTION", "STATE", "PRODUCT", "ENV", "TRIES", "NEXT TRY", "LAST ERROR"]
+            let table = rows.map { row in
+                let call = byTransaction[row.transactionID]
+                return [
+                    row.transactionID, row.state.rawValue, row.productID, call?.environment.rawValue ?? "-", String(call?.attempts ?? 0),
+                    call.map { FulfilmentView.date($0.dueAt) } ?? "-", String((call?.lastError ?? "-").prefix(60)),
+                ]
+            }
+            print(TextTable.render([header] + table))
+            print("\(rows.count) transaction\(rows.count == 1 ? "" : "s") waiting for Finish Transaction; a running server sends them")
         }
 
         /// Proofs kept apart while the App Store was unreachable: never entitlements.

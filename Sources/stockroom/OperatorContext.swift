@@ -49,7 +49,7 @@ struct OperatorContext {
     /// The entitlement component against the configured upstream, with no verdict cache: an
     /// operator's re-verification always asks the App Store. With `simulator`, the running
     /// server's (trusting JWS only under `--trust-root`, as with a URL).
-    func entitlements() async throws -> Entitlements {
+    func entitlements(policy: EntitlementPolicy? = nil) async throws -> Entitlements {
         var logger = Logger(label: "stockroom.operator")
         logger.logLevel = .critical
         let trust = try UpstreamTrust.resolve(configuration: configuration, logger: logger)
@@ -66,6 +66,6 @@ struct OperatorContext {
             ledger: ledger, receipts: AppStoreReceiptVerifier(client: client, bundleID: configuration.bundleID, cacheInterval: .zero),
             signedTransactions: SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil),
             serverAPI: trust.serverAPI, tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
-            policy: EntitlementPolicy(reverifyAfter: configuration.reverifyInterval), logger: logger)
+            policy: policy ?? EntitlementPolicy(reverifyAfter: configuration.reverifyInterval), logger: logger)
     }
 }

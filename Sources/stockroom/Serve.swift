@@ -26,6 +26,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var options: ServerOptions
     @OptionGroup(title: "Limits") var limits: LimitOptions
     @OptionGroup(title: "nginx offload") var offload: OffloadOptions
+    @OptionGroup(title: "Purchase lifecycle") var lifecycle: LifecycleOptions
 
     func run() async throws {
         var configuration: StockroomServer.ServerConfiguration
@@ -36,6 +37,7 @@ struct Serve: AsyncParsableCommand {
         }
         try limits.apply(to: &configuration)
         try offload.apply(to: &configuration)
+        try lifecycle.apply(to: &configuration)
         StreamingMemory.bound()
         let logLevel = configuration.logLevel
         LoggingSystem.bootstrap { label in

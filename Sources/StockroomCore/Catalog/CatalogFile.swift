@@ -15,11 +15,14 @@ public struct CatalogFile: Codable, Sendable, Equatable {
         public var file: String?
         public var contentType: String?
         public var contentVersion: String?
+        /// Whether the app gives a free sample before purchase (told to Apple on refund requests).
+        public var sampleContentProvided: Bool?
 
         public init(
             productId: String?, title: String?, type: String?, file: String?,
-            contentType: String?, contentVersion: String?
+            contentType: String?, contentVersion: String?, sampleContentProvided: Bool? = nil
         ) {
+            self.sampleContentProvided = sampleContentProvided
             self.productId = productId
             self.title = title
             self.type = type

@@ -77,12 +77,13 @@ public struct CatalogLoader: Sendable {
             }
             do {
                 let sha256 = try digests.digest(ofFileAt: resolved, stamp: stamp)
-                products.append(
-                    Product(
-                        productId: id, title: entry.title ?? "", type: type,
-                        contentVersion: entry.contentVersion ?? "1",
-                        contentType: entry.contentType ?? "application/octet-stream",
-                        size: stamp.size, sha256: sha256, file: path, stamp: stamp))
+                var product = Product(
+                    productId: id, title: entry.title ?? "", type: type,
+                    contentVersion: entry.contentVersion ?? "1",
+                    contentType: entry.contentType ?? "application/octet-stream",
+                    size: stamp.size, sha256: sha256, file: path, stamp: stamp)
+                product.sampleContentProvided = entry.sampleContentProvided ?? false
+                products.append(product)
                 watched[jail.root + "/" + path] = stamp
                 hashed.insert(resolved)
             } catch {

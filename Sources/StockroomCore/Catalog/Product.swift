@@ -17,6 +17,9 @@ public struct Product: Sendable, Equatable, Codable {
     public var file: String
     /// The file's stamp when it was hashed; never sent to clients.
     public var stamp: FileStamp?
+    /// Whether the app offers a free sample of this content before purchase: told to Apple
+    /// with a consumption answer (`sampleContentProvided`); never sent to clients.
+    public var sampleContentProvided: Bool = false
 
     public init(
         productId: String, title: String, type: ProductType, contentVersion: String,

@@ -14,6 +14,8 @@ public struct VerifiedProof: Sendable, Equatable {
     public private(set) var expiresAt: Date?
     /// Set when Apple reports the purchase refunded or revoked.
     public private(set) var revokedAt: Date?
+    /// Apple's `revocationType` with a revocation (StoreKit 2): `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`.
+    public private(set) var revocationType: String?
     /// The app account the proof itself binds the purchase to (StoreKit 2).
     public let appAccountToken: String?
     public let kind: Fulfilment.ProofKind
@@ -81,6 +83,7 @@ public struct VerifiedProof: Sendable, Equatable {
         self.environment = environment
         expiresAt = transaction.expiresDate.map(Self.date)
         revokedAt = transaction.revocationDate.map(Self.date)
+        revocationType = transaction.revocationDate == nil ? nil : transaction.revocationType
         appAccountToken = transaction.appAccountToken?.lowercased()
         kind = .signedTransaction
         proof = jws
@@ -94,7 +97,17 @@ public struct VerifiedProof: Sendable, Equatable {
         guard current.transactionID == transactionID, current.originalTransactionID == originalTransactionID else { return self }
         var copy = self
         copy.revokedAt = revokedAt ?? current.revokedAt
+        copy.revocationType = revokedAt == nil ? current.revocationType : revocationType
         copy.expiresAt = current.expiresAt ?? expiresAt
+        return copy
+    }
+
+    /// Under `--prorated-refund keep`: a prorated refund's revocation does not end the
+    /// entitlement. Any other revocation stands.
+    public func keepingProratedRefund() -> VerifiedProof {
+        guard revokedAt != nil, revocationType == "REFUND_PRORATED" else { return self }
+        var copy = self
+        copy.revokedAt = nil
         return copy
     }
 

@@ -35,7 +35,7 @@ struct DownloadController<Context: ClientAddressContext> {
         let claim = try await entitlements.claim(
             ClaimRequest(
                 productID: product.productId, transactionID: input.transactionID, proof: input.proof,
-                appAccountToken: input.appAccountToken, client: context.clientAddress(of: request)))
+                appAccountToken: input.appAccountToken, client: context.clientAddress(of: request), customerConsented: input.consent))
         switch claim {
         case .entitled(let row, let token):
             let slot = try acquireSlot(row.transactionID)
@@ -136,7 +136,9 @@ struct DownloadController<Context: ClientAddressContext> {
             "transactionId": row.transactionID, "originalTransactionId": row.originalTransactionID, "productId": row.productID,
             "state": row.state.rawValue, "bytesDelivered": row.bytesDelivered, "attempts": row.attempts,
             "safeToFinish": row.state.isSafeToFinish, "delivered": row.state == .delivered || row.state == .acknowledged,
+            "finishedByServer": row.finishedAt != nil,
         ]
+        if let finishedAt = row.finishedAt { object["finishedAt"] = finishedAt.ISO8601Format() }
         if let size { object["size"] = size }
         if let environment = row.environment { object["environment"] = environment.rawValue }
         if let expiresAt = row.expiresAt { object["expiresAt"] = expiresAt.ISO8601Format() }

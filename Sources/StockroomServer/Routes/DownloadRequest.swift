@@ -9,6 +9,9 @@ struct DownloadRequest: Sendable {
     var proof: ClaimProof
     /// The app's account for this purchase (StoreKit 2's `appAccountToken`), when it sends one.
     var appAccountToken: String?
+    /// Whether the customer agreed to share consumption data with Apple on refund requests,
+    /// when the app asked; kept with the entitlement.
+    var consent: Bool?
 
     private struct Body: Decodable {
         var productId: String?
@@ -16,6 +19,7 @@ struct DownloadRequest: Sendable {
         var receiptData: String?
         var signedTransaction: String?
         var appAccountToken: String?
+        var consent: Bool?
     }
 
     static func parse(_ bytes: [UInt8]) throws(DownloadError) -> DownloadRequest {
@@ -23,7 +27,8 @@ struct DownloadRequest: Sendable {
         do {
             body = try JSONDecoder().decode(Body.self, from: Data(bytes))
         } catch DecodingError.typeMismatch(_, let context) {
-            throw .badRequest("\(context.codingPath.map(\.stringValue).joined(separator: ".")) must be a string.")
+            let field = context.codingPath.map(\.stringValue).joined(separator: ".")
+            throw .badRequest(field == "consent" ? "consent must be true or false." : "\(field) must be a string.")
         } catch {
             throw .badRequest("The body is not a JSON object.")
         }
@@ -42,13 +47,13 @@ struct DownloadRequest: Sendable {
             guard jws.split(separator: ".", omittingEmptySubsequences: false).count == 3, jws.utf8.count <= 64 * 1024 else {
                 throw .badRequest("signedTransaction is not a compact JWS.")
             }
-            return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .signedTransaction(jws), appAccountToken: body.appAccountToken)
+            return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .signedTransaction(jws), appAccountToken: body.appAccountToken, consent: body.consent)
         case (.some(let receipt), nil):
             // Only the alphabet here: the entitlement component decodes it once, as a receipt.
             guard receipt.utf8.contains(where: { !Self.isWhitespace($0) }), receipt.utf8.allSatisfy(Self.isBase64Text) else {
                 throw .badRequest("receiptData is not base64.")
             }
-            return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .receipt(receipt), appAccountToken: body.appAccountToken)
+            return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .receipt(receipt), appAccountToken: body.appAccountToken, consent: body.consent)
         }
     }
 

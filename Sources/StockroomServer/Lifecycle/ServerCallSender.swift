@@ -1,0 +1,144 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import StockroomCore
+
+/// Sends the calls the ledger says Stockroom owes the App Store Server API: Finish Transaction
+/// and consumption answers. The queue is the ledger's (`server_calls`), so a call queued before
+/// a crash or an outage is sent after it; each call is leased to one sender, so instances
+/// sharing a PostgreSQL ledger send each call once.
+///
+/// A transient failure (429 with `Retry-After`, 5xx, a timeout) is retried with backoff, from
+/// 2 s doubling to an hour; a refusal (another 4xx, an unknown transaction) settles the call.
+public struct ServerCallSender: Service, CustomStringConvertible {
+    let ledger: any Ledger
+    let client: AppStoreServerAPIClient
+    let catalog: CatalogStore
+    let refundPreference: ConsumptionInformation.RefundPreference?
+    /// How often the queue is read when nothing wakes the sender.
+    let interval: Duration
+    let wakeUps: WakeUps
+    let logger: Logger
+    /// How long one sender holds a call.
+    static let lease: TimeInterval = 60
+    /// Past this many failed tries a call is given up (about four days at the hourly cap).
+    static let maximumAttempts = 100
+
+    public var description: String { "ServerCallSender" }
+
+    init(
+        ledger: any Ledger, client: AppStoreServerAPIClient, catalog: CatalogStore, refundPreference: ConsumptionInformation.RefundPreference?,
+        interval: Duration, logger: Logger
+    ) {
+        self.ledger = ledger
+        self.client = client
+        self.catalog = catalog
+        self.refundPreference = refundPreference
+        self.interval = interval
+        self.wakeUps = WakeUps()
+        self.logger = logger
+    }
+
+    /// Wakes the sender now (a call was just queued).
+    public func wake() { wakeUps.signal() }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                do {
+                    while try await sendDue() > 0, !Task.isCancelled {}
+                } catch {
+                    logger.warning("the queue of App Store Server API calls could not be read", metadata: ["error": "\(error)"])
+                }
+                await wakeUps.wait(upTo: interval)
+            }
+        }
+    }
+
+    /// Sends every call that is due now, one batch; returns how many were sent or settled.
+    @discardableResult
+    func sendDue(now: Date = Date()) async throws -> Int {
+        let calls = try await ledger.leaseServerCalls(limit: 16, until: now.addingTimeInterval(Self.lease), now: now)
+        for call in calls {
+            guard let id = call.id else { continue }
+            let (result, body) = await send(call)
+            let settled = settle(call, result, body: body)
+            try await ledger.completeServerCall(id, settled, now: Date())
+            log(call, settled)
+        }
+        return calls.count
+    }
+
+    private func send(_ call: ServerCall) async -> (ServerAPICallOutcome, String?) {
+        switch call.kind {
+        case .finish:
+            return (await client.finishTransaction(call.transactionID, environment: call.environment), nil)
+        case .consumption:
+            let row = try? await ledger.fulfilment(call.transactionID)
+            let pending = (try? await ledger.pendingProofs(status: .pending, limit: 10_000))?.contains { $0.transactionID == call.transactionID } ?? false
+            let answer = ConsumptionAnswer.build(
+                row: row, pendingProof: pending, product: row.flatMap { catalog.catalog.product(id: $0.productID) }, refundPreference: refundPreference)
+            guard answer.customerConsented else { return (.refused(status: 0, errorCode: nil, reason: "no customer consent on record"), nil) }
+            let body = (try? JSONEncoder.sorted.encode(answer)).map { String(decoding: $0, as: UTF8.self) }
+            return (await client.sendConsumptionInformation(call.transactionID, environment: call.environment, answer), body)
+        }
+    }
+
+    private func settle(_ call: ServerCall, _ outcome: ServerAPICallOutcome, body: String?) -> ServerCallResult {
+        switch outcome {
+        case .accepted:
+            return .sent(body: body)
+        case .notFound:
+            return .refused(error: "the App Store does not know this transaction in \(call.environment.rawValue) (4040010)")
+        case .refused(let status, let code, let reason):
+            return .refused(error: "refused (HTTP \(status)\(code.map { ", \($0)" } ?? "")): \(reason)")
+        case .retryLater(let reason, let after):
+            guard call.attempts + 1 < Self.maximumAttempts else { return .refused(error: "given up after \(Self.maximumAttempts) tries: \(reason)") }
+            let wait = ServerCall.backoff(afterAttempts: call.attempts + 1, retryAfter: after)
+            return .retry(error: reason, retryAt: Date().addingTimeInterval(Double(wait.components.seconds)))
+        }
+    }
+
+    private func log(_ call: ServerCall, _ result: ServerCallResult) {
+        let metadata: Logger.Metadata = ["call": .string(call.kind.rawValue), "transaction": .string(call.transactionID)]
+        switch result {
+        case .sent: logger.info("App Store Server API call made", metadata: metadata)
+        case .retry(let error, let at): logger.notice("App Store Server API call deferred", metadata: metadata.merging(["error": .string(error), "retryAt": .string(at.ISO8601Format())]) { $1 })
+        case .refused(let error): logger.warning("App Store Server API call refused", metadata: metadata.merging(["error": .string(error)]) { $1 })
+        }
+    }
+}
+
+extension JSONEncoder {
+    /// Sorted keys: a body recorded for audit reads the same every time.
+    static var sorted: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
+
+/// A wake-up signal a sleeping loop waits on with a bound; a signal while it runs is kept (one).
+final class WakeUps: Sendable {
+    private let stream: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func signal() { continuation.yield() }
+
+    /// Returns at the next signal (at once if one is pending), or after `limit`. One waiter at a time.
+    func wait(upTo limit: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var signals = self.stream.makeAsyncIterator()
+                _ = await signals.next()
+            }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+}
