@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import StockroomCore
 import StockroomPostgres
 
 /// A PostgreSQL database of its own for one test, on the throwaway cluster `.ci/postgres start`
@@ -47,11 +48,11 @@ public enum ScratchPostgres {
     /// A ledger on a fresh database, its pool running for `body`. The lease timeout is long: a
     /// loaded test machine is slow, not a lost database (the outage tests pass their own).
     public static func withLedger<Value: Sendable>(
-        leaseTimeout: Duration = .seconds(30), _ body: @Sendable (PostgresLedger) async throws -> Value
+        leaseTimeout: Duration = .seconds(30), finishOn: FinishTrigger? = nil, _ body: @Sendable (PostgresLedger) async throws -> Value
     ) async throws -> Value {
         try await withDatabase { address in
             try await PostgresPool(address: address, poolSize: 4, leaseTimeout: leaseTimeout, logger: quiet).running { database in
-                try await body(PostgresLedger(database: database))
+                try await body(PostgresLedger(database: database, finishOn: finishOn))
             }
         }
     }

@@ -23,15 +23,17 @@ import Testing
             transactionID: "9", digest: VerifiedProof.digest(of: "p"), kind: .receipt, proof: "p", requestedProductID: "com.example.book",
             appAccountToken: nil, error: "down")
         #expect(try await ledger.keepPendingProof(draft, now: now))
-        let notification = NotificationRecord(uuid: "n-1", type: "REFUND", subtype: nil, transactionID: "7", originalTransactionID: "7")
+        let notification = NotificationRecord(
+            uuid: "n-1", type: "REFUND", subtype: nil, transactionID: "7", originalTransactionID: "7", signedPayload: "a.b.c", source: "push")
         #expect(try await ledger.recordNotification(notification, outcome: "revoked", now: now))
+        #expect(try await ledger.queueConsumptionAnswer("1", environment: .production, requestedBy: "n-2", now: now) == .skippedNoConsent)
     }
 
     @Test func anExportImportedIntoAnEmptyLedgerGivesTheSameRowsAndBytes() async throws {
         try await ScratchPostgres.withLedger { source in
             try await Self.populate(source)
             let archive = try await source.archive()
-            #expect(archive.summary == "2 fulfilments, 1 download_attempts, 1 pending_proofs, 1 notifications")
+            #expect(archive.summary == "2 fulfilments, 1 download_attempts, 1 pending_proofs, 1 notifications, 1 server_calls")
             #expect(archive.problems.isEmpty, "\(archive.problems)")
             let lines = try archive.jsonLines()
             #expect(try LedgerArchive(jsonLines: lines) == archive, "the file reads back as written")
@@ -41,6 +43,8 @@ import Testing
                 #expect(copy.matches(archive))
                 #expect(try copy.jsonLines() == lines, "microseconds survive PostgreSQL to PostgreSQL")
                 #expect(try await target.notificationSeen("n-1"))
+                #expect(try await target.storedNotification("n-1")?.record.signedPayload == "a.b.c")
+                #expect(try await target.serverCalls(ServerCallFilter()).map(\.requestedBy) == ["n-2"])
                 #expect(try await target.fulfilment("7")?.state == .revoked)
                 let error = await #expect(throws: LedgerArchive.Malformed.self) { try await target.restore(archive) }
                 #expect(error?.description.contains("not empty") == true)
