@@ -21,6 +21,8 @@ public enum FulfilmentView {
         object["appAccountBound"] = row.appAccountToken != nil
         object["revokedByOperatorAt"] = row.revokedByOperatorAt.map(date)
         object["revokedByRefundAt"] = row.revokedByRefundAt.map(date)
+        object["finishedAt"] = row.finishedAt.map(date)
+        object["customerConsented"] = row.customerConsented
         if let attempts {
             object["downloadAttempts"] = attempts.map { attempt -> [String: Any] in
                 var entry: [String: Any] = ["bytes": attempt.bytes, "outcome": attempt.outcome.rawValue, "at": date(attempt.at)]
