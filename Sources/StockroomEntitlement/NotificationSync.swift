@@ -18,6 +18,8 @@ public struct NotificationSync: Sendable {
         public var refused = 0
         /// What applied notifications did ("revoked", "entitled", …), counted.
         public var effects: [String: Int] = [:]
+        /// How much of the window the notifications seen so far cover, 0…1 (Apple pages oldest first).
+        public var covered: Double = 0
 
         public init(environment: StoreEnvironment) {
             self.environment = environment
@@ -66,6 +68,11 @@ public struct NotificationSync: Sendable {
             progress.pages += 1
             for payload in page.signedPayloads {
                 progress.seen += 1
+                if let signed = Self.signedDate(of: payload) {
+                    let span = query.end.timeIntervalSince(query.start)
+                    let share = span > 0 ? signed.timeIntervalSince(query.start) / span : 1
+                    progress.covered = max(progress.covered, min(max(share, 0), 1))
+                }
                 switch try await entitlements.apply(notification: payload, source: .history) {
                 case .recorded(let effect):
                     progress.applied += 1
@@ -77,6 +84,21 @@ public struct NotificationSync: Sendable {
             report(progress)
             token = page.hasMore ? page.paginationToken : nil
         } while token != nil
+        progress.covered = 1
+        report(progress)
         return progress
+    }
+
+    /// When Apple signed a notification, read from its payload without verifying it: for the
+    /// progress bar only (`apply` verifies before anything is decided).
+    static func signedDate(of payload: String) -> Date? {
+        let parts = payload.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[1].utf8.count <= 64 * 1024 else { return nil }
+        var text = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.utf8.count % 4 != 0 { text += "=" }
+        guard let data = Data(base64Encoded: text), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let milliseconds = object["signedDate"] as? Double, milliseconds.isFinite, (0...1e15).contains(milliseconds)
+        else { return nil }
+        return Date(timeIntervalSince1970: milliseconds / 1000)
     }
 }

@@ -61,7 +61,7 @@ struct NotificationsCommand: AsyncParsableCommand {
                 do {
                     let done = try await sync.run(query, environment: environment) { progress in
                         ProgressLine.show(
-                            "\(progress.environment.rawValue): page \(progress.pages), \(progress.seen) notification\(progress.seen == 1 ? "" : "s"), \(progress.applied) applied")
+                            "\(progress.environment.rawValue): \(ProgressLine.bar(progress.covered)) page \(progress.pages), \(progress.seen) notification\(progress.seen == 1 ? "" : "s"), \(progress.applied) applied")
                     }
                     ProgressLine.finish()
                     print(Self.summary(done))
@@ -82,12 +82,24 @@ struct NotificationsCommand: AsyncParsableCommand {
     }
 }
 
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: " ", count: max(0, width - count)) + self }
+}
+
 /// One line of progress on standard error, redrawn in place on a terminal.
 enum ProgressLine {
     private static let terminal = isatty(STDERR_FILENO) == 1
 
     static func show(_ text: String) {
         FileHandle.standardError.write(Data((terminal ? "\r\u{1B}[K" + text : text + "\n").utf8))
+    }
+
+    /// `[##########----------]  50%`: how much of the window is done.
+    static func bar(_ fraction: Double, width: Int = 20) -> String {
+        let clamped = fraction.isFinite ? min(max(fraction, 0), 1) : 0
+        let filled = Int((clamped * Double(width)).rounded(.down))
+        let percent = Int((clamped * 100).rounded(.down))
+        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] " + String(percent).leftPadded(to: 3) + "%"
     }
 
     static func finish() {
