@@ -56,7 +56,7 @@ public final class AppStoreServerAPIClient: Sendable {
     public let cacheInterval: Duration
     private let cachedToken = Mutex<(token: String, expires: Int64)?>(nil)
     private let cache: VerdictCache<Lookup>
-    private let logger: Logger
+    let logger: Logger
 
     public init(
         credentials: Credentials, endpoints: Endpoints, transport: any HTTPTransport, policy: RetryPolicy = .init(),
