@@ -33,9 +33,10 @@ extension SimulatorState {
             }
             cursor = max(position, droppedNotifications)
         }
-        let origin = query.transactionID.flatMap { transactions[$0]?.originalTransactionID }
+        // Apple limits a transactionId query to that transaction's customer: here, its device.
+        let customer = query.transactionID.flatMap { transactions[$0]?.deviceID }
         let matches: (SimulatedNotification) -> Bool = { note in
-            note.environment == environment && query.matches(note, originalTransactionID: origin)
+            note.environment == environment && query.matches(note, customer: customer)
         }
         var entries: [[String: Any]] = []
         var index = cursor - droppedNotifications
@@ -108,12 +109,14 @@ struct HistoryQuery: Sendable {
         return .success(query)
     }
 
-    func matches(_ notification: SimulatedNotification, originalTransactionID: String?) -> Bool {
+    /// Whether the query selects `notification`; with a `transactionID`, only notifications
+    /// about the purchases of `customer` (that transaction's device) match.
+    func matches(_ notification: SimulatedNotification, customer: String?) -> Bool {
         guard (start..<end).contains(notification.signedDateMilliseconds) else { return false }
         if onlyFailures, !notification.isFailure { return false }
         if let notificationType, notification.type != notificationType { return false }
         if let notificationSubtype, notification.subtype != notificationSubtype { return false }
-        if let transactionID, notification.transactionID != transactionID, notification.originalTransactionID != originalTransactionID { return false }
+        if transactionID != nil, notification.transaction.deviceID != customer { return false }
         return true
     }
 

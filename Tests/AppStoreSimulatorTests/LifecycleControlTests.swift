@@ -66,3 +66,22 @@ import Testing
         }
     }
 }
+
+/// A revocation minted as a notification is what every other endpoint then reports.
+@Suite struct MintedRevocationTests {
+    @Test func aRevokeMintedThroughTheSimulatorShowsAsACancellationInVerifyReceipt() async throws {
+        try await VerifyReceiptWireTests.live { control in
+            let purchase = try await control.purchase()
+            let minted = try await LifecycleControlTests.post(control, "/sim/notifications", #"{"type":"REVOKE","transactionId":"\#(purchase.transactionId)"}"#)
+            #expect(minted.status == .created)
+            let (_, body) = try await VerifyReceiptWireTests.verify(control, ["receipt-data": purchase.receiptData])
+            let inApp = try #require(((body["receipt"] as? [String: Any])?["in_app"] as? [[String: Any]])?.first)
+            #expect(inApp["cancellation_date_ms"] as? String != nil)
+            #expect(inApp["cancellation_reason"] as? String == "0")
+            let declined = try await LifecycleControlTests.post(control, "/sim/notifications", #"{"type":"REFUND_DECLINED","transactionId":"\#(purchase.transactionId)"}"#)
+            #expect(declined.status == .created)
+            let unknown = try await LifecycleControlTests.post(control, "/sim/notifications", #"{"type":"REFUND","transactionId":"2999999999999999"}"#)
+            #expect(unknown.status == .notFound)
+        }
+    }
+}

@@ -66,7 +66,7 @@ import Testing
             let filtered = try await Self.everything(api, NotificationHistoryQuery(start: Date() - 3600, end: Date() + 60, notificationType: "CONSUMPTION_REQUEST"))
             #expect(filtered.payloads.count == 1)
             let byTransaction = try await Self.everything(api, NotificationHistoryQuery(start: Date() - 3600, end: Date() + 60, transactionID: bought[0]))
-            #expect(byTransaction.payloads.count == 2)
+            #expect(try byTransaction.payloads.map { try Self.transactionID(of: try Self.payload($0)) } == [bought[0], bought[0]])
             #expect(try await control.endpointCalls("notificationHistory") == 2 + 1 + 1)
         }
     }
