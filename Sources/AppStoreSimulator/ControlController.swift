@@ -2,16 +2,25 @@ import Foundation
 import Hummingbird
 import StockroomCore
 
-/// The simulator's own control API under `/sim`: mint purchases, refund them, queue faults,
-/// read call counts.
+/// The simulator's own control API under `/sim`: mint purchases, refund them, mint
+/// notifications, show what Apple knows of a transaction, queue faults, read call counts.
 struct ControlController<Context: RequestContext> {
     let state: SimulatorState
+    var poster: NotificationPoster { NotificationPoster(state: state) }
+    /// What posting the notification came to: its HTTP status, or `failed`; absent when no URL is set.
+    static var notificationStatus: String { "X-Notification-Status" }
 
     func addRoutes(to group: RouterGroup<Context>) {
         group.post("purchases") { request, _ -> Response in
-            let purchase = try await state.purchase(try await Self.decode(SimulatorState.PurchaseRequest.self, from: request))
+            let input = try await Self.decode(SimulatorState.PurchaseRequest.self, from: request)
+            let purchase = try await state.purchase(input)
             var response = try UpstreamController<Context>.json(purchase)
             response.status = .created
+            // A one-time product's purchase (not a restore) raises ONE_TIME_CHARGE, posted before answering.
+            if input.originalTransactionId == nil, purchase.type != SimulatedTransaction.autoRenewable {
+                let notification = try await state.mint("ONE_TIME_CHARGE", transactionID: purchase.transactionId)
+                if let status = try await poster.deliver(notification) { response.headers[.init(Self.notificationStatus)!] = status }
+            }
             return response
         }
         group.post("transactions/:id/refund") { _, context -> Response in
@@ -19,25 +28,27 @@ struct ControlController<Context: RequestContext> {
             let refund = try await state.refund(id)
             var response = try UpstreamController<Context>.json(refund)
             // Post the REFUND notification before answering, so a caller sees its effect at once.
-            if let (url, body) = try await state.notification("REFUND", transactionID: id) {
-                let delivered = try? await CurlHTTPClient(configuration: .init(totalTimeout: .seconds(5)))
-                    .send(UpstreamRequest(method: .post, url: url, headers: [("Content-Type", "application/json")], body: body))
-                response.headers[.init("X-Notification-Status")!] = delivered.map { String($0.status) } ?? "failed"
-            }
+            let notification = try await state.mint("REFUND", transactionID: id)
+            if let status = try await poster.deliver(notification) { response.headers[.init(Self.notificationStatus)!] = status }
             return response
+        }
+        group.get("transactions/:id") { _, context -> Response in
+            let data = try await state.transactionView(try context.parameters.require("id"))
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
         }
         group.post("notifications") { request, _ -> Response in
             let input = try await Self.decode(NotificationRequestBody.self, from: request)
+            if let problem = input.problem { throw SimulatorError.badRequest(problem) }
             guard await state.hasTransaction(input.transactionId) else { throw SimulatorError.unknownTransaction(input.transactionId) }
-            guard let (url, body) = try await state.notification(input.type, transactionID: input.transactionId, force: true) else {
-                throw SimulatorError.internal("no notification was built")
-            }
-            var response = Response(status: .created, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
-            if !url.isEmpty {
-                let delivered = try? await CurlHTTPClient(configuration: .init(totalTimeout: .seconds(5)))
-                    .send(UpstreamRequest(method: .post, url: url, headers: [("Content-Type", "application/json")], body: body))
-                response.headers[.init("X-Notification-Status")!] = delivered.map { String($0.status) } ?? "failed"
-            }
+            await state.applyRevocation(
+                of: input.type, to: input.transactionId, revocationType: input.revocationType, percentage: input.revocationPercentage)
+            let notification = try await state.mint(
+                input.type, subtype: input.subtype, transactionID: input.transactionId,
+                consumptionRequestReason: input.consumptionRequestReason, sign: true)
+            var response = Response(
+                status: .created, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try await state.postBody(of: notification))))
+            if let status = try await poster.deliver(notification) { response.headers[.init(Self.notificationStatus)!] = status }
             return response
         }
         group.put("notification-url") { request, _ -> Response in
@@ -71,12 +82,6 @@ struct ControlController<Context: RequestContext> {
             throw SimulatorError.badRequest("the body is not the expected JSON: \(error)")
         }
     }
-}
-
-/// The body of `POST /sim/notifications`: a notification of any type about a transaction.
-struct NotificationRequestBody: Decodable {
-    var type: String
-    var transactionId: String
 }
 
 /// The body of `PUT /sim/notification-url`.

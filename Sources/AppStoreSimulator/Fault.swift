@@ -23,6 +23,16 @@ struct Fault: Codable, Sendable, Equatable {
     var retryableField: String?
     /// With `kind: http-status`: a `Retry-After` header, in seconds (for 429).
     var retryAfter: Int?
+    /// The same, under the name the lifecycle tests use; `retryAfter` wins when both are set.
+    var retryAfterSeconds: Int?
+    /// Only calls to this endpoint take the fault (`finish`, `consumption`, …); nil: any call.
+    var endpoint: String?
+
+    /// The endpoints a fault can be aimed at, as `GET /sim/stats` names them.
+    static let endpoints: Set = ["verifyReceipt", "inApps", "finish", "consumption", "notificationHistory", "transactionHistory"]
+
+    /// The `Retry-After` seconds to send, if any.
+    var retryAfterHeader: Int? { retryAfter ?? retryAfterSeconds }
 
     /// Why the fault cannot be queued, or nil when it is well formed.
     var problem: String? {
@@ -33,6 +43,8 @@ struct Fault: Codable, Sendable, Equatable {
         case .drop, .malformed: break
         }
         if let count, !(1...100_000).contains(count) { return "count must be from 1 to 100000" }
+        if let seconds = retryAfterHeader, !(0...86_400).contains(seconds) { return "retryAfter must be from 0 to 86400 seconds" }
+        if let endpoint, !Self.endpoints.contains(endpoint) { return "endpoint must be one of \(Self.endpoints.sorted())" }
         if let retryableField, !["is-retryable", "is_retryable"].contains(retryableField) {
             return "retryableField must be is-retryable or is_retryable"
         }

@@ -18,11 +18,25 @@ struct SimulatedTransaction: Sendable {
     var type: String = SimulatedTransaction.nonConsumable
     /// When a subscription ends.
     var expiresDateMilliseconds: Int64?
+    /// StoreKit 2's `revocationType` (`REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`) once revoked.
+    var revocationType: String?
+    /// With `REFUND_PRORATED`: the refunded share in milliunits (0...100 000).
+    var revocationPercentage: Int?
+    /// When the server called Finish Transaction first.
+    var finishedDateMilliseconds: Int64?
+    /// The last Send Consumption Information body Apple accepted, verbatim.
+    var consumption: [UInt8]?
+    /// How many consumption bodies Apple accepted for it.
+    var consumptionAnswers = 0
 
     static let nonConsumable = "Non-Consumable"
     static let autoRenewable = "Auto-Renewable Subscription"
     static let nonRenewing = "Non-Renewing Subscription"
-    static let types: Set = [nonConsumable, "Consumable", autoRenewable, nonRenewing]
+    static let consumable = "Consumable"
+    static let types: Set = [nonConsumable, consumable, autoRenewable, nonRenewing]
+
+    /// Whether a purchase of it raises ONE_TIME_CHARGE: every product but an auto-renewable subscription.
+    var isOneTimeCharge: Bool { type != Self.autoRenewable }
 
     /// Whether the subscription has ended at `now` (milliseconds); never for other products.
     func isExpired(at now: Int64) -> Bool {

@@ -9,7 +9,8 @@ actor SimulatorState {
     let signingChain: SigningChain
     /// The App Store Server API key the simulator accepts tokens from.
     let apiKey: ServerAPIKey
-    private(set) var transactions: [String: SimulatedTransaction] = [:]
+    /// What it sold, by transaction ID; the `+Lifecycle` and `+Notifications` extensions change it.
+    var transactions: [String: SimulatedTransaction] = [:]
     /// Transaction IDs per device, in purchase order.
     private var devices: [String: [String]] = [:]
     private var nextTransactionNumber: Int64 = 2_000_000_000_000_001
@@ -19,8 +20,14 @@ actor SimulatorState {
     /// a CMS check (it signed them itself). Anything else, altered receipts included, is verified
     /// cryptographically. Keeps the simulator's CPU out of Stockroom's benchmarks.
     private var issuedReceipts: [String: AppReceipt] = [:]
-    /// Where refunds post their notification (`PUT /sim/notification-url`).
+    /// Where notifications are posted (`PUT /sim/notification-url`); nil keeps them unsent.
     private(set) var notificationURL: String?
+    /// Every notification minted, oldest first, for Get Notification History.
+    var notifications: [SimulatedNotification] = []
+    /// The index in `notifications` of each UUID still kept.
+    var notificationPositions: [String: Int] = [:]
+    /// Notifications dropped from the front once more than `SimulatorState.notificationsKept` were minted.
+    var droppedNotifications = 0
 
     init(configuration: SimulatorConfiguration, signingChain: SigningChain, apiKey: ServerAPIKey) {
         self.configuration = configuration
@@ -60,30 +67,9 @@ actor SimulatorState {
         }
     }
 
-    private static func tokenProblem(_ authorization: String?, apiKey: ServerAPIKey, bundleID: String) -> String? {
+    static func tokenProblem(_ authorization: String?, apiKey: ServerAPIKey, bundleID: String) -> String? {
         guard let authorization, authorization.lowercased().hasPrefix("bearer ") else { return "a bearer token is required" }
         return apiKey.problem(with: String(authorization.dropFirst(7)), bundleID: bundleID)
-    }
-
-    /// A signed V2 notification of `type` about `transactionID`, and where to post it ("" for
-    /// nowhere); nil when no URL is configured, unless `force` builds it anyway.
-    func notification(_ type: String, transactionID: String, force: Bool = false) throws(SimulatorError) -> (url: String, body: [UInt8])? {
-        guard let transaction = transactions[transactionID], force || notificationURL != nil else { return nil }
-        let url = notificationURL ?? ""
-        let now = AppleDate.nowMilliseconds()
-        let payload: [String: Any] = [
-            "notificationType": type, "notificationUUID": UUID().uuidString, "version": "2.0", "signedDate": now,
-            "data": [
-                "bundleId": transaction.bundleID, "environment": transaction.environment.rawValue,
-                "signedTransactionInfo": try signedTransaction(transaction, appAccountToken: nil, at: now),
-            ] as [String: Any],
-        ]
-        do {
-            let jws = try signingChain.sign(payload: Array(try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])))
-            return (url, Array(try JSONSerialization.data(withJSONObject: ["signedPayload": jws])))
-        } catch {
-            throw .internal("signing the notification failed: \(error)")
-        }
     }
 
     // MARK: Control API
@@ -146,6 +132,7 @@ actor SimulatorState {
         if transaction.cancellationDateMilliseconds == nil {
             transaction.cancellationDateMilliseconds = AppleDate.nowMilliseconds()
             transaction.cancellationReason = "0"
+            transaction.revocationType = "REFUND_FULL"
             transactions[id] = transaction
         }
         return RefundResult(
@@ -165,13 +152,13 @@ actor SimulatorState {
 
     // MARK: Upstream endpoints
 
-    /// Counts the call and hands out the next queued fault, if any.
+    /// Counts the call and hands out the next queued fault meant for `endpoint` (or for any), if any.
     func begin(_ endpoint: String, environment: StoreEnvironment) -> Fault? {
         stats.record(endpoint, environment: environment)
-        guard !faults.isEmpty else { return nil }
-        let fault = faults[0].fault
-        faults[0].remaining -= 1
-        if faults[0].remaining == 0 { faults.removeFirst() }
+        guard let index = faults.firstIndex(where: { $0.fault.endpoint == nil || $0.fault.endpoint == endpoint }) else { return nil }
+        let fault = faults[index].fault
+        faults[index].remaining -= 1
+        if faults[index].remaining == 0 { faults.remove(at: index) }
         return fault
     }
 
@@ -218,7 +205,7 @@ actor SimulatorState {
     }
 
     /// The StoreKit 2 JWS of `transaction`, as Apple's `JWSTransactionDecodedPayload`.
-    private func signedTransaction(_ transaction: SimulatedTransaction, appAccountToken: String?, at now: Int64) throws(SimulatorError) -> String {
+    func signedTransaction(_ transaction: SimulatedTransaction, appAccountToken: String?, at now: Int64) throws(SimulatorError) -> String {
         var payload: [String: Any] = [
             "transactionId": transaction.transactionID, "originalTransactionId": transaction.originalTransactionID,
             "productId": transaction.productID, "bundleId": transaction.bundleID, "purchaseDate": transaction.purchaseDateMilliseconds,
@@ -227,7 +214,9 @@ actor SimulatorState {
         ]
         if let cancelled = transaction.cancellationDateMilliseconds {
             payload["revocationDate"] = cancelled
-            payload["revocationReason"] = 0
+            payload["revocationReason"] = Int(transaction.cancellationReason ?? "0") ?? 0
+            if let type = transaction.revocationType { payload["revocationType"] = type }
+            if let percentage = transaction.revocationPercentage { payload["revocationPercentage"] = percentage }
         }
         if let appAccountToken { payload["appAccountToken"] = appAccountToken }
         if let expires = transaction.expiresDateMilliseconds { payload["expiresDate"] = expires }
@@ -266,16 +255,5 @@ actor SimulatorState {
         } catch {
             throw .internal("receipt signing failed: \(error)")
         }
-    }
-}
-
-/// Upstream calls received, per endpoint and environment (`GET /sim/stats`).
-struct SimulatorStats: Encodable, Sendable {
-    private(set) var total = 0
-    private(set) var endpoints: [String: [String: Int]] = [:]
-
-    mutating func record(_ endpoint: String, environment: StoreEnvironment) {
-        total += 1
-        endpoints[endpoint, default: [:]][environment.rawValue, default: 0] += 1
     }
 }

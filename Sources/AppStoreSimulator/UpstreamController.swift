@@ -59,7 +59,7 @@ struct UpstreamController<Context: RequestContext> {
                 try await Task.sleep(for: .milliseconds(fault.delayMs ?? 0))
             case .httpStatus:
                 var headers: HTTPFields = [.contentType: "text/plain"]
-                if let retryAfter = fault.retryAfter { headers[.retryAfter] = String(retryAfter) }
+                if let retryAfter = fault.retryAfterHeader { headers[.retryAfter] = String(retryAfter) }
                 return Response(
                     status: .init(code: fault.status ?? 503), headers: headers,
                     body: .init(byteBuffer: ByteBuffer(string: "simulated upstream failure")))
