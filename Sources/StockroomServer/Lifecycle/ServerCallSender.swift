@@ -43,6 +43,7 @@ public struct ServerCallSender: Service, CustomStringConvertible {
     public func wake() { wakeUps.signal() }
 
     public func run() async throws {
+        StockroomMetrics.registerServerCalls()
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {
@@ -64,6 +65,7 @@ public struct ServerCallSender: Service, CustomStringConvertible {
             let (result, body) = await send(call)
             let settled = settle(call, result, body: body)
             try await ledger.completeServerCall(id, settled, now: Date())
+            StockroomMetrics.serverCall(kind: call.kind, result: settled)
             log(call, settled)
         }
         return calls.count
