@@ -52,7 +52,7 @@ enum ConsoleChart {
 
     /// Horizontal bars, one per item, longest first as given, with the value's text at the end.
     static func horizontalBars(id: String, title: String, items: [(label: String, value: Double, text: String)], color: String, width: Int = 560) -> String {
-        let rowHeight = 22.0, labelWidth = 210.0, textWidth = 90.0
+        let rowHeight = 22.0, labelWidth = 250.0, textWidth = 110.0
         let height = Int(max(1, Double(items.count)) * rowHeight + 8)
         let peak = max(items.map(\.value).max() ?? 0, Double.leastNonzeroMagnitude)
         var svg = "<svg id=\"\(HTML.escape(id))\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(width) \(height)\" "
@@ -61,7 +61,7 @@ enum ConsoleChart {
         for (row, item) in items.enumerated() {
             let y = 4 + Double(row) * rowHeight
             let barWidth = max(item.value > 0 ? 1 : 0, item.value / peak * (Double(width) - labelWidth - textWidth))
-            svg += "<text x=\"4\" y=\(quote(y + 14))>\(HTML.escape(String(item.label.prefix(34))))</text>"
+            svg += "<text x=\"4\" y=\(quote(y + 14))>\(HTML.escape(item.label.count > 38 ? item.label.prefix(37) + "…" : item.label))</text>"
             svg += "<rect class=\"bar\" data-series=\"\(HTML.escape(item.label))\" data-value=\"\(HTML.escape(item.text))\" x=\(quote(labelWidth)) y=\(quote(y + 2)) "
             svg += "width=\(quote(barWidth)) height=\(quote(rowHeight - 6)) fill=\"\(color)\"><title>\(HTML.escape(item.label)): \(HTML.escape(item.text))</title></rect>"
             svg += "<text x=\(quote(labelWidth + barWidth + 6)) y=\(quote(y + 14))>\(HTML.escape(item.text))</text>\n"

@@ -62,7 +62,7 @@ enum ConsoleStyle {
         header a{color:#fff;text-decoration:none}.brand{font-weight:700}nav a{margin-right:1em}
         header form{margin-left:auto}main{padding:1.2em 1.5em;max-width:1200px}
         h1{font-size:1.4em;margin:.2em 0 .6em}h2{font-size:1.1em;margin:1.2em 0 .4em}
-        .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(340px,1fr));gap:1em}
+        .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(460px,1fr));gap:1em}
         .card{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:.8em 1em}
         table{border-collapse:collapse;width:100%;background:#fff}th,td{text-align:left;padding:.3em .6em;border-bottom:1px solid #e4e7ec}
         th{font-weight:600;background:#eef0f3}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
@@ -73,6 +73,7 @@ enum ConsoleStyle {
         label{display:flex;flex-direction:column;font-size:.85em}input,select,button{font:inherit;padding:.25em .4em}
         .actions{display:flex;flex-wrap:wrap;gap:1em;margin:1em 0}.actions form{background:#fff;border:1px solid #dde1e7;padding:.6em;border-radius:6px}
         .muted{color:#5c6573}code{font-size:.9em;word-break:break-all}svg text{font-size:11px;fill:#3a4250}
+        svg.chart{display:block;width:100%;height:auto;margin:.3em 0}
         """
     /// No scripts, no plugins, no framing; styles only from the inline sheet above.
     static let contentSecurityPolicy =
