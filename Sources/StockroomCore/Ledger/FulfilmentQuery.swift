@@ -7,7 +7,9 @@ public struct FulfilmentQuery: Sendable, Equatable {
     /// The last page that may be asked for: deeper pages are a filter's job.
     public static let maximumPage = 10_000
 
+    /// Only this state; nil is any.
     public var state: FulfilmentState?
+    /// Only this product; nil is any.
     public var productID: String?
     /// Created at or after this time.
     public var from: Date?
@@ -18,6 +20,7 @@ public struct FulfilmentQuery: Sendable, Equatable {
     /// Clamped to `1...maximumPageSize`.
     public private(set) var pageSize: Int
 
+    /// A query; `page` and `pageSize` are clamped to their bounds, so no input can ask for more.
     public init(state: FulfilmentState? = nil, productID: String? = nil, from: Date? = nil, to: Date? = nil, page: Int = 1, pageSize: Int = 50) {
         self.state = state
         self.productID = productID
@@ -33,17 +36,23 @@ public struct FulfilmentQuery: Sendable, Equatable {
 
 /// One page of fulfilments and how many match in all.
 public struct FulfilmentPage: Sendable, Equatable {
+    /// At most the query's page size.
     public var rows: [Fulfilment]
+    /// Rows matching the filters, on every page.
     public var total: Int
 
+    /// A page and the total.
     public init(rows: [Fulfilment], total: Int) {
         self.rows = rows
         self.total = total
     }
 }
 
-/// An App Store Server Notification on record.
+/// An App Store Server Notification on record: Apple's `notificationUUID`, `notificationType` and
+/// `subtype`, and what the server did with it.
+/// https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload
 public struct NotificationEntry: Sendable, Equatable {
+    /// https://developer.apple.com/documentation/appstoreservernotifications/notificationuuid
     public var uuid: String
     public var type: String
     public var subtype: String?
@@ -53,6 +62,7 @@ public struct NotificationEntry: Sendable, Equatable {
     public var outcome: String
     public var receivedAt: Date
 
+    /// A notification as the ledger recorded it.
     public init(
         uuid: String, type: String, subtype: String?, transactionID: String?, originalTransactionID: String?, outcome: String, receivedAt: Date
     ) {

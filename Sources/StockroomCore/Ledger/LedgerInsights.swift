@@ -29,6 +29,7 @@ public struct HourlyDeliveries: Sendable, Equatable {
     /// Bytes those attempts sent.
     public var bytes: Int64
 
+    /// One hour's counts, as an engine read them.
     public init(hour: Date, complete: Int, interrupted: Int, bytes: Int64) {
         self.hour = hour
         self.complete = complete
@@ -48,9 +49,12 @@ public struct HourlyDeliveries: Sendable, Equatable {
 /// One product's fulfilments and the bytes sent for them.
 public struct ProductTally: Sendable, Equatable {
     public var productID: String
+    /// Fulfilments of the product, in any state.
     public var fulfilments: Int
+    /// Bytes sent for them over all attempts.
     public var bytesDelivered: Int64
 
+    /// One product's tally.
     public init(productID: String, fulfilments: Int, bytesDelivered: Int64) {
         self.productID = productID
         self.fulfilments = fulfilments
@@ -60,10 +64,14 @@ public struct ProductTally: Sendable, Equatable {
 
 /// The top products and the ledger's totals.
 public struct ProductTallies: Sendable, Equatable {
+    /// Most fulfilments first, then by product ID.
     public var top: [ProductTally]
+    /// Every fulfilment in the ledger.
     public var fulfilments: Int
+    /// Bytes sent for every fulfilment.
     public var bytesDelivered: Int64
 
+    /// The top products and the totals.
     public init(top: [ProductTally], fulfilments: Int, bytesDelivered: Int64) {
         self.top = top
         self.fulfilments = fulfilments
