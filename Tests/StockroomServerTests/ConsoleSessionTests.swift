@@ -46,3 +46,26 @@ import Testing
         #expect(!sessions.accepts(adminToken: ""))
     }
 }
+
+/// The console's error pages: each refusal's status, code and headers, as a browser gets them.
+@Suite struct ConsoleErrorPageTests {
+    @Test func aLostLedgerIsA503PageWithRetryAfter() {
+        let page = ConsoleError.ledgerUnavailable(retryAfter: .seconds(7)).page(session: nil)
+        #expect(page.status == .serviceUnavailable)
+        #expect(page.headers[.retryAfter] == "7")
+        #expect(page.body.contains(#"data-code="ledger_unavailable""#))
+        #expect(page.headers[.cacheControl] == "no-store")
+    }
+
+    @Test(arguments: [
+        (ConsoleError.notSignedIn, 401, "console_session_missing"), (.csrfRefused, 403, "csrf_token_invalid"),
+        (.badRequest("<b>x</b>"), 400, "bad_request"), (.unknownTransaction("9"), 404, "unknown_transaction"),
+        (.formTooLarge, 413, "body_too_large"), (.unsupportedForm, 415, "unsupported_media_type"),
+    ])
+    func eachRefusalHasItsStatusAndCode(error: ConsoleError, status: Int, code: String) {
+        let page = error.page(session: nil)
+        #expect(page.status.code == status)
+        #expect(page.body.contains(#"data-code="\#(code)""#))
+        #expect(!page.body.contains("<b>x</b>"), "the message is escaped")
+    }
+}
