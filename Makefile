@@ -3,13 +3,16 @@
 #   make test    installs what is missing, builds, runs every test (on SQLite and on a throwaway
 #                PostgreSQL cluster, .ci/postgres), checks the API contract (openapi.yaml) with
 #                openapi-core and schemathesis, and runs each fuzz target for 10 s
+#                and drives the web console in headless Chromium (.ci/console-browser)
+#   make console-shots  builds, serves demo data, saves a PNG of each console page in
+#                .build/console-shots/ and copies the dashboard's to docs/console-dashboard.png
 #   make fuzz    each libFuzzer target for FUZZ_SECONDS (60 by default)
 #   make bench   release build, then catalogue and streaming figures (wrk, nginx for comparison)
 
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps build serve test fuzz bench clean
+.PHONY: deps build serve test console-shots fuzz bench clean
 
 deps:
 	@.ci/install-deps
@@ -29,9 +32,18 @@ test: deps
 	STOCKROOM_CONTRACT_LOG=$(CURDIR)/.build/contract-exchanges.jsonl .ci/postgres run $(SWIFT) test
 	.ci/contract responses .build/contract-exchanges.jsonl
 	.ci/contract fuzz .build/debug/stockroom
+	.ci/console-browser test .build/debug/stockroom
 	.ci/cli-tests .build/debug/stockroom
 	.ci/crash-test .build/debug/stockroom
 	SWIFT=$(SWIFT) FUZZ_SECONDS=10 .ci/fuzz
+
+console-shots: deps
+	@.ci/install-deps --tests
+	$(SWIFT) build --product stockroom
+	rm -rf .build/console-shots
+	.ci/console-browser shots .build/debug/stockroom .build/console-shots
+	mkdir -p docs
+	cp .build/console-shots/console-dashboard.png docs/console-dashboard.png
 
 fuzz: deps
 	SWIFT=$(SWIFT) FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60) .ci/fuzz

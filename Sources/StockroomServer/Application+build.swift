@@ -115,6 +115,9 @@ public func buildApplication(
     ).addRoutes(to: router.group("v1"))
     if let adminToken = configuration.adminToken {
         AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))
+        if let insights = ledger as? any LedgerInsights {
+            ConsoleController(entitlements: entitlements, insights: insights, adminToken: adminToken).addRoutes(to: router)
+        }
     }
     if let simulator {
         simulator.addRoutes(to: router.group("simulator"), configuration: configuration)

@@ -3,6 +3,8 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import StockroomCore
+import StockroomPostgres
+import StockroomPostgresTestSupport
 import StockroomTestSupport
 import Testing
 @testable import StockroomServer
@@ -97,5 +99,73 @@ import Testing
         #expect(!doctor.clock(nil).passed)
         #expect(!doctor.clock("yesterday").passed)
         #expect(Doctor.httpDate("Sun, 22 Nov 2026 17:35:09 GMT") == Date(timeIntervalSince1970: 1_795_368_909))
+    }
+}
+
+/// `stockroom doctor --database postgres://…` against the throwaway cluster of `.ci/postgres`: an
+/// empty database passes (serve creates the tables), a migrated one passes with its counts, an
+/// address nothing answers at fails within the pool's timeout, and no password is ever printed.
+@Suite struct DoctorPostgresTests {
+    static let password = "doctor-secret-\(UUID().uuidString.prefix(8))"
+
+    /// The address with a password (the cluster trusts loopback, so any password is accepted).
+    static func withPassword(_ address: PostgresAddress) -> String {
+        var address = address
+        address.password = password
+        return address.url
+    }
+
+    /// A loaded test machine is slow, not a lost database: reachable cases wait as the server
+    /// fixture's do; the unreachable case passes a short timeout of its own.
+    static func run(_ server: ServerFixture, rootFile: String, database: String, timeout: Duration = .seconds(30)) async -> [Doctor.Finding] {
+        var configuration = server.configuration
+        configuration.databasePath = database
+        configuration.databaseTimeout = timeout
+        let findings = await Doctor(configuration: configuration, trustRootFiles: [rootFile]).run()
+        for finding in findings { #expect(!finding.description.contains(password), "\(finding.check) prints the password") }
+        return findings
+    }
+
+    @Test func anUnmigratedDatabasePassesAndIsLeftEmpty() async throws {
+        try await DoctorTests.withUpstream { server, rootFile in
+            try await ScratchPostgres.withDatabase { address in
+                let findings = await Self.run(server, rootFile: rootFile, database: Self.withPassword(address))
+                #expect(DoctorTests.failed(findings) == [], "\(findings)")
+                #expect(!findings.map(\.check).contains("disk space"), "the database's disk is the database server's")
+                let database = try #require(findings.first { $0.check == "database" })
+                #expect(database.detail.hasSuffix("answers; its tables are created when serve starts"), "\(database.detail)")
+                #expect(database.detail.contains("127.0.0.1"))
+            }
+        }
+    }
+
+    @Test func aMigratedDatabasePassesWithItsCounts() async throws {
+        try await DoctorTests.withUpstream { server, rootFile in
+            try await ScratchPostgres.withLedger { ledger in
+                for id in ["d1", "d2"] {
+                    _ = try await ledger.claim(ConsoleInsightsTests.proof(id), terms: ConsoleInsightsTests.download, now: Date())
+                }
+                let findings = await Self.run(server, rootFile: rootFile, database: Self.withPassword(ledger.database.address))
+                #expect(DoctorTests.failed(findings) == [], "\(findings)")
+                #expect(findings.first { $0.check == "database" }?.detail.hasSuffix("answers (2 fulfilments)") == true, "\(findings)")
+            }
+        }
+    }
+
+    @Test(arguments: ["127.0.0.1:1", "192.0.2.1:5432"])
+    func anAddressNothingAnswersAtFailsWithinItsTimeout(host: String) async throws {
+        try await DoctorTests.withUpstream { server, rootFile in
+            let address = "postgres://stockroom:\(Self.password)@\(host)/stockroom?sslmode=disable"
+            let findings = await Self.run(server, rootFile: rootFile, database: address, timeout: .seconds(2))
+            #expect(DoctorTests.failed(findings) == ["database"], "\(findings)")
+            #expect(findings.first { $0.check == "database" }?.detail.contains("cannot be reached") == true, "\(findings)")
+            var configuration = server.configuration
+            configuration.databasePath = address
+            configuration.databaseTimeout = .seconds(2)
+            let started = ContinuousClock.now
+            let database = await Doctor(configuration: configuration, trustRootFiles: [rootFile]).postgresDatabase()
+            #expect(!database.passed)
+            #expect(ContinuousClock.now - started < .seconds(10), "the 2 s database timeout bounds the wait")
+        }
     }
 }

@@ -19,6 +19,7 @@ public enum StockroomMetrics {
 
     /// `stockroom_upstream_request_duration_seconds{endpoint, outcome}` (a histogram) and, when it
     /// failed, `stockroom_upstream_errors_total{endpoint, kind}`: each call to Apple (or the simulator).
+    /// The console's dashboard reads the same calls from `UpstreamCallWindow.shared`.
     public static func upstreamCall(endpoint: String, status: Int?, duration: Duration) {
         let outcome = status.map { "\($0 / 100)xx" } ?? "error"
         Timer(label: "stockroom_upstream_request_duration_seconds", dimensions: [("endpoint", endpoint), ("outcome", outcome)])
@@ -31,6 +32,7 @@ public enum StockroomMetrics {
             default: nil
             }
         if let kind { Counter(label: "stockroom_upstream_errors_total", dimensions: [("endpoint", endpoint), ("kind", kind)]).increment() }
+        UpstreamCallWindow.shared.record(duration: duration, failed: kind != nil)
     }
 
     /// `stockroom_bytes_streamed_total`: content bytes handed to clients (or sent by nginx for us).

@@ -38,7 +38,9 @@ extension Doctor {
         } catch {
             return Finding(check: "database", passed: false, detail: "not a usable postgres:// address")
         }
-        let pool = PostgresPool(address: address, poolSize: 1, leaseTimeout: .seconds(5), migrated: true, logger: Logger(label: "stockroom.doctor"))
+        // As long as serve would wait for a connection (--database-timeout, 5 s by default).
+        let pool = PostgresPool(
+            address: address, poolSize: 1, leaseTimeout: configuration.databaseTimeout, migrated: true, logger: Logger(label: "stockroom.doctor"))
         do {
             let counts = try await pool.running { try await PostgresLedger(database: $0).stateCounts() }
             return Finding(check: "database", passed: true, detail: "\(address) answers (\(counts.values.reduce(0, +)) fulfilments)")
