@@ -10,6 +10,7 @@ extension ConsolePages {
         let attempts = try await ledger.attempts(of: transactionID)
         let notifications = try await insights.notifications(transactionID: transactionID, originalTransactionID: row.originalTransactionID, limit: 50)
         let pending = try await insights.pendingProofs(of: transactionID, limit: PendingProof.perTransaction * 2)
+        let calls = try await ledger.serverCalls(ServerCallFilter(transactionID: transactionID, limit: 10))
         let id = HTML.escape(row.transactionID)
 
         var body = "<h1>Transaction <code>\(id)</code> <span class=\"state state-\(row.state.rawValue)\" id=\"state\">\(row.state.rawValue)</span></h1>\n"
@@ -22,6 +23,7 @@ extension ConsolePages {
             ("Environment", row.environment?.rawValue ?? "—"), ("Attempts", String(row.attempts)), ("Bytes sent", HTML.bytes(row.bytesDelivered)),
             ("Safe to finish", row.state.isSafeToFinish ? "yes" : "no"), ("Expires", HTML.time(row.expiresAt)),
             ("Bound to an app account", row.appAccountToken == nil ? "no" : "yes"),
+            ("Consent to share consumption", row.customerConsented.map { $0 ? "yes" : "no" } ?? "not asked"),
         ]
         for (name, value) in facts { body += "<tr><th>\(name)</th><td>\(HTML.escape(value))</td></tr>\n" }
         body += "</table></section>\n<section class=\"card\"><h2>Proof and upstream verdicts</h2><table id=\"verdicts\">\n"
@@ -33,6 +35,7 @@ extension ConsolePages {
             body += "<tr><th>Kept proof (\(proof.status.rawValue))</th><td>\(HTML.time(proof.updatedAt)): \(HTML.escape(proof.lastError ?? "waiting for the App Store")) "
             body += "<code>\(HTML.escape(String(proof.proofDigest.prefix(16))))…</code></td></tr>\n"
         }
+        body += Self.serverCalls(calls, row: row)
         body += "</table></section>\n</div>\n"
         body += Self.timeline(row, attempts: attempts)
         body += "<h2>Notifications</h2>\n<table id=\"notifications\"><tr><th>Received</th><th>Type</th><th>Transaction</th><th>Outcome</th></tr>\n"
@@ -52,6 +55,7 @@ extension ConsolePages {
         if let at = row.verifiedAt { events.append((at, "verified", "the App Store vouched for it" + (row.environment.map { " (\($0.rawValue))" } ?? ""))) }
         if let at = row.deliveredAt { events.append((at, "delivered", "a whole copy went out")) }
         if let at = row.acknowledgedAt { events.append((at, "acknowledged", "the app confirmed it has the file")) }
+        if let at = row.finishedAt { events.append((at, "finished", "Stockroom finished the transaction with Apple")) }
         if let at = row.revokedByRefundAt { events.append((at, "revoked", "refunded or revoked by Apple")) }
         if let at = row.revokedByOperatorAt { events.append((at, "revoked", "revoked by an operator")) }
         if let at = row.revokedAt, row.revokedByRefundAt == nil, row.revokedByOperatorAt == nil { events.append((at, "revoked", "revoked")) }
@@ -69,6 +73,25 @@ extension ConsolePages {
             html += "<tr><td colspan=\"3\" class=\"muted\">Only the last \(DownloadAttempt.keptPerTransaction) attempts are kept; the totals above count all.</td></tr>\n"
         }
         return html + "</table>\n"
+    }
+
+    /// The calls owed to Apple for this transaction (Finish Transaction, a consumption answer), as verdict rows.
+    static func serverCalls(_ calls: [ServerCall], row: Fulfilment) -> String {
+        var html = ""
+        for call in calls.sorted(by: { ($0.id ?? 0) < ($1.id ?? 0) }) {
+            let name = call.kind == .finish ? "Finish Transaction" : "Consumption answer"
+            var detail: String
+            switch call.status {
+            case .sent: detail = "sent \(HTML.time(call.sentAt)) (\(call.environment.rawValue))"
+            case .queued: detail = "waiting: \(call.attempts) tr\(call.attempts == 1 ? "y" : "ies"), next \(HTML.time(call.dueAt))"
+            case .skipped: detail = "not sent"
+            case .refused: detail = "refused"
+            }
+            if let error = call.lastError { detail += " — " + error }
+            html += "<tr data-call=\"\(call.kind.rawValue)\" data-status=\"\(call.status.rawValue)\"><th>\(name)</th><td>\(HTML.escape(detail))</td></tr>\n"
+        }
+        if calls.isEmpty, row.finishedAt == nil { html += "<tr><th>Finish Transaction</th><td class=\"muted\">not queued</td></tr>\n" }
+        return html
     }
 
     /// Refulfil, revoke (reason required) and reinstate, each a form carrying the CSRF token.
