@@ -131,6 +131,8 @@ enum PostgresSchema {
                   UNIQUE (kind, transaction_id))
                 """,
                 "CREATE INDEX server_calls_on_status_due_at ON server_calls (status, due_at)",
+                "CREATE INDEX fulfilments_on_created_at ON fulfilments (created_at)",
+                "CREATE INDEX download_attempts_on_at ON download_attempts (at)",
             ]),
     ]
 

@@ -168,6 +168,9 @@ public final class AppDatabase: Sendable {
                 table.uniqueKey(["kind", "transaction_id"])
             }
             try db.create(index: "server_calls_on_status_due_at", on: "server_calls", columns: ["status", "due_at"])
+            // The console pages the list by creation time and charts attempts by hour.
+            try db.create(index: "fulfilments_on_created_at", on: "fulfilments", columns: ["created_at"])
+            try db.create(index: "download_attempts_on_at", on: "download_attempts", columns: ["at"])
         }
         return migrator
     }
