@@ -18,6 +18,8 @@ struct SimulatedTransaction: Sendable {
     var type: String = SimulatedTransaction.nonConsumable
     /// When a subscription ends.
     var expiresDateMilliseconds: Int64?
+    /// The app account the purchase was made for: Apple signs it into every view of it (history).
+    var appAccountToken: String?
 
     static let nonConsumable = "Non-Consumable"
     static let autoRenewable = "Auto-Renewable Subscription"

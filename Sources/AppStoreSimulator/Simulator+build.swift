@@ -23,6 +23,7 @@ public func addSimulatorRoutes<Context: RequestContext>(
 ) {
     let state = SimulatorState(configuration: configuration, signingChain: signingChain, apiKey: apiKey)
     UpstreamController(state: state).addRoutes(to: group)
+    HistoryController(state: state).addRoutes(to: group)
     ControlController(state: state).addRoutes(to: group.group("sim"))
     group.get("sim/api-key") { _, _ in
         let body: [String: String] = ["keyId": apiKey.keyID, "issuerId": apiKey.issuerID, "privateKey": apiKey.privateKey.pem]

@@ -11,7 +11,7 @@ actor SimulatorState {
     let apiKey: ServerAPIKey
     private(set) var transactions: [String: SimulatedTransaction] = [:]
     /// Transaction IDs per device, in purchase order.
-    private var devices: [String: [String]] = [:]
+    var devices: [String: [String]] = [:]
     private var nextTransactionNumber: Int64 = 2_000_000_000_000_001
     private var faults: [(fault: Fault, remaining: Int)] = []
     private(set) var stats = SimulatorStats()
@@ -60,7 +60,7 @@ actor SimulatorState {
         }
     }
 
-    private static func tokenProblem(_ authorization: String?, apiKey: ServerAPIKey, bundleID: String) -> String? {
+    static func tokenProblem(_ authorization: String?, apiKey: ServerAPIKey, bundleID: String) -> String? {
         guard let authorization, authorization.lowercased().hasPrefix("bearer ") else { return "a bearer token is required" }
         return apiKey.problem(with: String(authorization.dropFirst(7)), bundleID: bundleID)
     }
@@ -123,7 +123,7 @@ actor SimulatorState {
             deviceID: request.deviceId ?? original?.deviceID ?? UUID().uuidString,
             purchaseDateMilliseconds: now,
             originalPurchaseDateMilliseconds: original?.originalPurchaseDateMilliseconds ?? now,
-            type: type, expiresDateMilliseconds: expires)
+            type: type, expiresDateMilliseconds: expires, appAccountToken: request.appAccountToken?.lowercased())
         transactions[id] = transaction
         devices[transaction.deviceID, default: []].append(id)
         let receipt = try receipt(for: transaction, at: now)
@@ -218,7 +218,7 @@ actor SimulatorState {
     }
 
     /// The StoreKit 2 JWS of `transaction`, as Apple's `JWSTransactionDecodedPayload`.
-    private func signedTransaction(_ transaction: SimulatedTransaction, appAccountToken: String?, at now: Int64) throws(SimulatorError) -> String {
+    func signedTransaction(_ transaction: SimulatedTransaction, appAccountToken: String?, at now: Int64) throws(SimulatorError) -> String {
         var payload: [String: Any] = [
             "transactionId": transaction.transactionID, "originalTransactionId": transaction.originalTransactionID,
             "productId": transaction.productID, "bundleId": transaction.bundleID, "purchaseDate": transaction.purchaseDateMilliseconds,
