@@ -104,6 +104,7 @@ public func buildApplication(
         catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: contentStore),
         slots: slots, offload: configuration.offloadResponder(store: contentStore)
     ).addRoutes(to: router.group("v1"))
+    RestoreController(catalog: catalogStore, entitlements: entitlements).addRoutes(to: router.group("v1"))
     if let adminToken = configuration.adminToken {
         AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))
     }
