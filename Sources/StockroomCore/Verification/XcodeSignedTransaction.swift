@@ -48,7 +48,7 @@ public struct XcodeTransactionVerifier: Sendable {
             return .failure(.malformed("signedDate must be milliseconds between 1970 and 2100"))
         }
         guard transaction.environment == Self.environment else {
-            return .failure(.wrongEnvironment(expected: .sandbox, actual: transaction.environment))
+            return .failure(.malformed("one self-signed certificate signs only environment Xcode, not \(transaction.environment)"))
         }
         guard let signature = ByteEncoding.decodeBase64(parts[2]), signature.count == 64 else {
             return .failure(.malformed("the signature is not 64 bytes of base64url"))
