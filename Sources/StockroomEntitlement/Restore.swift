@@ -79,6 +79,7 @@ public struct RestoreReport: Sendable, Equatable {
 
 /// One purchase a restore made downloadable.
 public struct RestoredPurchase: Sendable, Equatable {
+    /// The ledger's row, entitled.
     public var fulfilment: Fulfilment
     /// A download token, as `POST /v1/downloads` issues.
     public var token: String

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import StockroomCore
+import StockroomPostgresTestSupport
 import StockroomTestSupport
 import Testing
 @testable import StockroomServer
@@ -51,8 +52,8 @@ import Testing
         }
     }
 
-    @Test func aRefundedPurchaseAndOneAnOperatorRevokedAreNeverOffered() async throws {
-        try await DownloadFixture.run { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aRefundedPurchaseAndOneAnOperatorRevokedAreNeverOffered(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
             let book = try await fixture.control.purchase(["productId": Self.book, "deviceId": "device-a"])
             let big = try await fixture.control.purchase(["productId": Self.big, "deviceId": "device-a"])
             try await fixture.control.refund(big.transactionId)
@@ -118,6 +119,28 @@ import Testing
             #expect(try DownloadFixture.code(response) == "upstream_unavailable")
             #expect(response.headers[.retryAfter] != nil)
             #expect(try await fixture.snapshot().isEmpty, "the ledger is unchanged")
+        }
+    }
+
+    @Test func aClientThatKeepsAskingIsHeldBackWith429AndChangesNothing() async throws {
+        try await DownloadFixture.run({ $0.upstreamRate = UpstreamRate(requests: 1, per: .seconds(3600)) }) { fixture in
+            let book = try await fixture.control.purchase(["productId": Self.book])
+            #expect(try await Self.restore(fixture, ["signedTransaction": book.signedTransaction]).status == .ok)
+            let before = try await fixture.snapshot()
+            let again = try await Self.restore(fixture, ["signedTransaction": book.signedTransaction])
+            #expect(again.status == .tooManyRequests)
+            #expect(try DownloadFixture.code(again) == "rate_limited")
+            #expect(again.headers[.retryAfter] != nil)
+            #expect(try await fixture.snapshot() == before)
+        }
+    }
+
+    @Test func withoutServerAPICredentialsRestoresAreNotConfigured() async throws {
+        try await DownloadFixture.run({ $0.serverAPICredentials = nil }) { fixture in
+            let book = try await fixture.control.purchase(["productId": Self.book])
+            let response = try await Self.restore(fixture, ["signedTransaction": book.signedTransaction])
+            #expect(response.status == .notImplemented)
+            #expect(try DownloadFixture.code(response) == "restores_not_configured")
         }
     }
 
