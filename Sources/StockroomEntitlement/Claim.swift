@@ -10,13 +10,18 @@ public struct ClaimRequest: Sendable, Equatable {
     public var appAccountToken: String?
     /// The client's address, for the per-client limit on upstream calls.
     public var client: String
+    /// The customer's consent to share consumption data with Apple (`consent`), when the app says.
+    public var customerConsented: Bool?
 
-    public init(productID: String, transactionID: String?, proof: ClaimProof, appAccountToken: String?, client: String) {
+    public init(
+        productID: String, transactionID: String?, proof: ClaimProof, appAccountToken: String?, client: String, customerConsented: Bool? = nil
+    ) {
         self.productID = productID
         self.transactionID = transactionID
         self.proof = proof
         self.appAccountToken = appAccountToken?.lowercased()
         self.client = client
+        self.customerConsented = customerConsented
     }
 }
 
@@ -52,9 +57,20 @@ public struct EntitlementPolicy: Sendable, Equatable {
     public var reverifyAfter: Duration
     /// Whether sandbox purchases are entitled (App Review buys in the sandbox).
     public var allowsSandbox: Bool
+    /// What a prorated refund (`REFUND` with `revocationType` `REFUND_PRORATED`) does (`--prorated-refund`).
+    public var proratedRefund: ProratedRefundPolicy
 
-    public init(reverifyAfter: Duration = .seconds(24 * 3600), allowsSandbox: Bool = true) {
+    public init(reverifyAfter: Duration = .seconds(24 * 3600), allowsSandbox: Bool = true, proratedRefund: ProratedRefundPolicy = .revoke) {
         self.reverifyAfter = reverifyAfter
         self.allowsSandbox = allowsSandbox
+        self.proratedRefund = proratedRefund
     }
+}
+
+/// What a prorated refund does to the content: Apple refunded part of the price.
+public enum ProratedRefundPolicy: String, Sendable, Equatable, CaseIterable {
+    /// Revoke it, as a full refund does (the default: the customer asked for money back).
+    case revoke
+    /// Keep it entitled; the notification is recorded.
+    case keep
 }

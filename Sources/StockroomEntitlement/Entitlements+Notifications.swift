@@ -1,8 +1,13 @@
 import Foundation
 import StockroomCore
 
-/// App Store Server Notifications V2: REFUND and REVOKE revoke the purchase, REFUND_REVERSED
-/// lifts the refund's revocation (never an operator's), anything else is recorded.
+/// App Store Server Notifications V2, each applied once per `notificationUUID` and kept
+/// verbatim: REFUND and REVOKE (FAMILY_REVOKE included) revoke the purchase; a prorated refund
+/// follows `--prorated-refund`; REFUND_REVERSED lifts the refund's revocation (never an
+/// operator's); ONE_TIME_CHARGE records the entitlement before the app asks; CONSUMPTION_REQUEST
+/// queues one consumption answer per transaction; anything else (REFUND_DECLINED…) is recorded.
+///
+/// See https://developer.apple.com/documentation/appstoreservernotifications/notificationtype
 extension Entitlements {
     /// What became of a notification.
     public enum NotificationOutcome: Sendable, Equatable {
@@ -14,18 +19,42 @@ extension Entitlements {
         case refused(JWSFailure)
     }
 
+    /// How a notification reached Stockroom.
+    public enum NotificationSource: String, Sendable {
+        /// Apple posted it to `/v1/notifications/appstore`.
+        case push
+        /// `stockroom notifications sync` found it in Get Notification History.
+        case history
+    }
+
     /// Verifies `signedPayload` and applies it once per `notificationUUID`.
-    public func apply(notification signedPayload: String) async throws -> NotificationOutcome {
+    public func apply(notification signedPayload: String, source: NotificationSource = .push) async throws -> NotificationOutcome {
         let notification: AppStoreNotification
         switch AppStoreNotification.verify(signedPayload, with: signedTransactions) {
         case .success(let verified): notification = verified
         case .failure(let failure): return .refused(failure)
         }
         if try await ledger.notificationSeen(notification.notificationUUID) { return .duplicate }
+        let effect = try await effect(of: notification)
         let transaction = notification.transaction
-        var effect = "recorded"
-        switch (notification.notificationType, transaction) {
-        case ("REFUND", .some(let transaction)), ("REVOKE", .some(let transaction)):
+        // Recorded after its effect: a crash in between re-applies an idempotent effect on Apple's retry.
+        let recorded = try await ledger.recordNotification(
+            NotificationRecord(
+                uuid: notification.notificationUUID, type: notification.notificationType, subtype: notification.subtype,
+                transactionID: transaction?.transactionId, originalTransactionID: transaction?.originalTransactionId,
+                signedPayload: signedPayload, source: source.rawValue),
+            outcome: effect, now: now())
+        return recorded ? .recorded(effect: effect) : .duplicate
+    }
+
+    /// Applies what the notification says to the ledger; returns what it did, in words.
+    private func effect(of notification: AppStoreNotification) async throws -> String {
+        guard let transaction = notification.transaction else { return "recorded" }
+        let type = notification.notificationType
+        switch type {
+        case "REFUND" where transaction.revocationType == "REFUND_PRORATED" && policy.proratedRefund == .keep:
+            return "kept: a prorated refund (\(transaction.revocationPercentage.map { "\($0 / 1000)%" } ?? "share unknown")), --prorated-refund keep"
+        case "REFUND", "REVOKE":
             var purchase = RevokedPurchase(
                 transactionID: transaction.transactionId, originalTransactionID: transaction.originalTransactionId,
                 productID: transaction.productId, bundleID: transaction.bundleId, environment: StoreEnvironment(rawValue: transaction.environment))
@@ -34,21 +63,45 @@ extension Entitlements {
                 purchase.proof = info
                 purchase.proofDigest = VerifiedProof.digest(of: info)
             }
-            _ = try await ledger.revoke(
-                purchase, cause: .refund, reason: "\(notification.notificationType.lowercased()) (App Store notification)", now: now())
-            effect = "revoked"
-        case ("REFUND_REVERSED", .some(let transaction)):
+            let cause = transaction.revocationType.map { " \($0.lowercased())" } ?? ""
+            _ = try await ledger.revoke(purchase, cause: .refund, reason: "\(type.lowercased())\(cause) (App Store notification)", now: now())
+            return "revoked"
+        case "REFUND_REVERSED":
             _ = try await ledger.reverseRefund(originalTransactionID: transaction.originalTransactionId, now: now())
-            effect = "reinstated"
+            return "reinstated"
+        case "REFUND_DECLINED":
+            return "refund declined"
+        case "ONE_TIME_CHARGE":
+            return try await recordCharge(notification)
+        case "CONSUMPTION_REQUEST":
+            return try await queueConsumptionAnswer(transaction, uuid: notification.notificationUUID)
         default:
-            break
+            return "recorded"
         }
-        // Recorded after its effect: a crash in between re-applies an idempotent effect on Apple's retry.
-        let recorded = try await ledger.recordNotification(
-            NotificationRecord(
-                uuid: notification.notificationUUID, type: notification.notificationType, subtype: notification.subtype,
-                transactionID: transaction?.transactionId, originalTransactionID: transaction?.originalTransactionId),
-            outcome: effect, now: now())
-        return recorded ? .recorded(effect: effect) : .duplicate
+    }
+
+    /// ONE_TIME_CHARGE: Apple's signed transaction is a verified proof; the ledger records the
+    /// entitlement (no account check, no attempt), so the app's first download needs no call.
+    private func recordCharge(_ notification: AppStoreNotification) async throws -> String {
+        guard let info = notification.signedTransactionInfo, case .success(let proof) = VerifiedProof.verifying(info, with: signedTransactions) else {
+            return "recorded: no usable transaction"
+        }
+        if proof.environment == .sandbox, !policy.allowsSandbox { return "recorded: sandbox purchases are not entitled" }
+        switch try await ledger.claim(proof, terms: .reverification, now: now()) {
+        case .entitled: return "entitled"
+        case .refused(let refusal): return "recorded: \(refusal.code)"
+        }
+    }
+
+    /// CONSUMPTION_REQUEST: one answer per transaction, only with the customer's consent on record.
+    private func queueConsumptionAnswer(_ transaction: SignedTransaction, uuid: String) async throws -> String {
+        let environment = StoreEnvironment(rawValue: transaction.environment) ?? .production
+        switch try await ledger.queueConsumptionAnswer(transaction.transactionId, environment: environment, requestedBy: uuid, now: now()) {
+        case .queued:
+            serverCallQueued()
+            return "consumption answer queued"
+        case .alreadyAnswered: return "consumption answered before: not answered again"
+        case .skippedNoConsent: return "no consumption answer: no customer consent on record"
+        }
     }
 }

@@ -49,7 +49,10 @@ extension Entitlements {
         case .success(let granted): productID = granted.productID
         }
         switch try await ledger.acknowledge(transactionID, productID: productID, now: now()) {
-        case .entitled(let row): return .success(row)
+        case .entitled(let row):
+            // The acknowledgement may have queued Finish Transaction in the same write.
+            if row.finishedAt == nil { serverCallQueued() }
+            return .success(row)
         case .refused(let refusal): return .failure(refusal)
         }
     }

@@ -19,6 +19,8 @@ public struct Entitlements: Sendable {
     let gate: (any UpstreamGate)?
     let now: @Sendable () -> Date
     let logger: Logger
+    /// Told when a call to the App Store Server API was queued (the sender wakes up).
+    public var serverCallQueued: @Sendable () -> Void = {}
 
     public init(
         ledger: any Ledger, receipts: any ReceiptVerifier, signedTransactions: SignedTransactionVerifier,
@@ -37,8 +39,16 @@ public struct Entitlements: Sendable {
         self.logger = logger
     }
 
-    /// Decides a download request.
+    /// Decides a download request; an entitled one keeps the consent the app sent with it.
     public func claim(_ request: ClaimRequest) async throws -> Claim {
+        let claim = try await decideClaim(request)
+        if case .entitled(let row, _) = claim, let consented = request.customerConsented, row.customerConsented != consented {
+            try await ledger.recordConsent(row.transactionID, consented: consented, now: now())
+        }
+        return claim
+    }
+
+    private func decideClaim(_ request: ClaimRequest) async throws -> Claim {
         switch request.proof {
         case .receipt(let text):
             guard let proof = ReceiptProof.parse(text) else {
@@ -113,6 +123,7 @@ public struct Entitlements: Sendable {
             return try await decide(verified, request)
         }
         if let served = try await recentlyVerified([verified.transactionID], digest: verified.digest, request) { return served }
+        if verified.revokedAt == nil, let served = try await recentlyVouched(verified, request) { return served }
         if let gate, let wait = gate.admit(request.client) { return .limited(retryAfter: wait) }
         let lookup = await serverAPI.transaction(verified.transactionID)
         StockroomMetrics.verification(proof: "signedTransaction", outcome: lookup.metricsOutcome, environment: verified.environment)
@@ -146,7 +157,8 @@ public struct Entitlements: Sendable {
             return .refused(.sandboxNotAllowed(transactionID: proof.transactionID))
         }
         let terms = ClaimTerms(
-            requestedProductID: request.productID, appAccountToken: request.appAccountToken, checksAccount: true, countsAttempt: true)
+            requestedProductID: request.productID, appAccountToken: request.appAccountToken, checksAccount: true, countsAttempt: true,
+            customerConsented: request.customerConsented)
         switch try await ledger.claim(proof, terms: terms, now: now()) {
         case .entitled(let row): return entitled(row)
         case .refused(let refusal): return .refused(refusal)
@@ -170,6 +182,17 @@ public struct Entitlements: Sendable {
             }
         }
         return nil
+    }
+
+    /// An Apple-signed JWS of a transaction whose record Apple vouched for within the re-verify
+    /// interval (a ONE_TIME_CHARGE notification, or the API), through another signed copy:
+    /// the proof on record is served, with its product, account and revocation checks, and no
+    /// upstream call. The request's own JWS was verified against the root just before.
+    private func recentlyVouched(_ verified: VerifiedProof, _ request: ClaimRequest) async throws -> Claim? {
+        guard let row = try await ledger.fulfilment(verified.transactionID), row.proofKind == .signedTransaction,
+            let recorded = row.proofDigest, recorded != verified.digest, row.originalTransactionID == verified.originalTransactionID
+        else { return nil }
+        return try await recentlyVerified([verified.transactionID], digest: recorded, request)
     }
 
     /// The App Store cannot be asked: only the very proof on record of an entitled transaction

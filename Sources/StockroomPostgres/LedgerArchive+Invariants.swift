@@ -36,6 +36,9 @@ extension LedgerArchive {
             problems.append("transaction \(id): \(count) pending proofs kept, more than \(PendingProof.perTransaction)")
         }
         if Set(notifications.map(\.uuid)).count != notifications.count { problems.append("notifications: a UUID is recorded twice") }
+        if Set(serverCalls.map { "\($0.kind.rawValue) \($0.transactionID)" }).count != serverCalls.count {
+            problems.append("server calls: a transaction has two calls of one kind")
+        }
         if known.count != fulfilments.count { problems.append("fulfilments: a transaction ID is recorded twice") }
         return problems
     }
@@ -77,11 +80,21 @@ extension LedgerArchive {
             row.revokedAt = row.revokedAt.map(round)
             row.revokedByOperatorAt = row.revokedByOperatorAt.map(round)
             row.revokedByRefundAt = row.revokedByRefundAt.map(round)
+            row.finishedAt = row.finishedAt.map(round)
             return row
         }
         copy.attempts = attempts.map { var attempt = $0; attempt.at = round(attempt.at); return attempt }
         copy.pendingProofs = pendingProofs.map { var proof = $0; proof.createdAt = round(proof.createdAt); proof.updatedAt = round(proof.updatedAt); return proof }
         copy.notifications = notifications.map { var notification = $0; notification.receivedAt = round(notification.receivedAt); return notification }
+        copy.serverCalls = serverCalls.map { call in
+            var call = call
+            call.dueAt = round(call.dueAt)
+            call.createdAt = round(call.createdAt)
+            call.updatedAt = round(call.updatedAt)
+            call.leasedUntil = call.leasedUntil.map(round)
+            call.sentAt = call.sentAt.map(round)
+            return call
+        }
         return copy
     }
 }

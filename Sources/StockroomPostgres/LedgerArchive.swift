@@ -11,6 +11,7 @@ public struct LedgerArchive: Sendable, Equatable {
     public var attempts: [DownloadAttempt] = []
     public var pendingProofs: [PendingProof] = []
     public var notifications: [Notification] = []
+    public var serverCalls: [ServerCall] = []
 
     public init() {}
 
@@ -23,11 +24,16 @@ public struct LedgerArchive: Sendable, Equatable {
         public var originalTransactionID: String?
         public var outcome: String
         public var receivedAt: Date
+        /// The payload verbatim (schema v6 on).
+        public var signedPayload: String?
+        public var source: String?
 
         public init(
             uuid: String, type: String, subtype: String?, transactionID: String?, originalTransactionID: String?, outcome: String,
-            receivedAt: Date
+            receivedAt: Date, signedPayload: String? = nil, source: String? = nil
         ) {
+            self.signedPayload = signedPayload
+            self.source = source
             self.uuid = uuid
             self.type = type
             self.subtype = subtype
@@ -40,6 +46,7 @@ public struct LedgerArchive: Sendable, Equatable {
         enum CodingKeys: String, CodingKey {
             case uuid = "notification_uuid", type = "notification_type", subtype, transactionID = "transaction_id"
             case originalTransactionID = "original_transaction_id", outcome, receivedAt = "received_at"
+            case signedPayload = "signed_payload", source
         }
     }
 
@@ -47,7 +54,7 @@ public struct LedgerArchive: Sendable, Equatable {
     public var counts: KeyValuePairs<String, Int> {
         [
             "fulfilments": fulfilments.count, "download_attempts": attempts.count, "pending_proofs": pendingProofs.count,
-            "notifications": notifications.count,
+            "notifications": notifications.count, "server_calls": serverCalls.count,
         ]
     }
 
@@ -82,6 +89,7 @@ public struct LedgerArchive: Sendable, Equatable {
         try add("download_attempts", attempts.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
         try add("pending_proofs", pendingProofs.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
         try add("notifications", notifications.sorted { $0.uuid < $1.uuid })
+        try add("server_calls", serverCalls.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
         return text
     }
 
@@ -98,6 +106,7 @@ public struct LedgerArchive: Sendable, Equatable {
                 case "download_attempts": attempts.append(try decoder.decode(Line<DownloadAttempt>.self, from: bytes).row)
                 case "pending_proofs": pendingProofs.append(try decoder.decode(Line<PendingProof>.self, from: bytes).row)
                 case "notifications": notifications.append(try decoder.decode(Line<Notification>.self, from: bytes).row)
+                case "server_calls": serverCalls.append(try decoder.decode(Line<ServerCall>.self, from: bytes).row)
                 case let other: throw Malformed(description: "line \(index + 1): unknown table \"\(other)\"")
                 }
             } catch let error as Malformed {

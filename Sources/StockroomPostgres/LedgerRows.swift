@@ -13,10 +13,11 @@ enum LedgerRows {
         "transaction_id", "original_transaction_id", "product_id", "bundle_id", "environment", "proof_kind", "proof", "proof_digest",
         "app_account_token", "expires_at", "state", "verified_at", "attempts", "bytes_delivered", "last_error", "created_at",
         "updated_at", "delivered_at", "acknowledged_at", "revoked_at", "revoked_by_operator_at", "revoked_by_refund_at",
+        "finished_at", "customer_consented",
     ]
     static let fulfilmentTimes = [
         "expires_at", "verified_at", "created_at", "updated_at", "delivered_at", "acknowledged_at", "revoked_at",
-        "revoked_by_operator_at", "revoked_by_refund_at",
+        "revoked_by_operator_at", "revoked_by_refund_at", "finished_at",
     ]
 
     /// The select-list item that reads a whole row of `table AS alias` as JSON text.
@@ -28,6 +29,18 @@ enum LedgerRows {
     static let fulfilment = json("f", times: fulfilmentTimes)
     static let attempt = json("a", times: ["at"])
     static let pendingProof = json("p", times: ["created_at", "updated_at", "leased_until"])
+    static let serverCall = json("c", times: ["due_at", "leased_until", "created_at", "updated_at", "sent_at"])
+
+    /// Inserts a whole call row, its ID included (imports).
+    static func insert(_ call: ServerCall) -> PostgresQuery {
+        """
+        INSERT INTO server_calls (id, kind, transaction_id, environment, status, attempts, due_at, leased_until, last_error, body, requested_by,
+          created_at, updated_at, sent_at)
+        VALUES (\(call.id), \(call.kind.rawValue), \(call.transactionID), \(call.environment.rawValue), \(call.status.rawValue), \(call.attempts),
+          \(Timestamp(call.dueAt)), \(call.leasedUntil.map(Timestamp.init)), \(call.lastError), \(call.body), \(call.requestedBy),
+          \(Timestamp(call.createdAt)), \(Timestamp(call.updatedAt)), \(call.sentAt.map(Timestamp.init)))
+        """
+    }
 
     /// Decodes the first column of each row (JSON text from `json(_:times:)`) as `Record`.
     static func decode<Record: Decodable>(_ type: Record.Type, _ rows: PostgresRowSequence) async throws -> [Record] {
@@ -77,6 +90,8 @@ enum LedgerRows {
         binds.append(row.revokedAt.map(Timestamp.init))
         binds.append(row.revokedByOperatorAt.map(Timestamp.init))
         binds.append(row.revokedByRefundAt.map(Timestamp.init))
+        binds.append(row.finishedAt.map(Timestamp.init))
+        binds.append(row.customerConsented)
         return binds
     }
 }

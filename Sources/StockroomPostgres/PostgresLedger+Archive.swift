@@ -21,6 +21,8 @@ extension PostgresLedger {
                 LedgerArchive.Notification.self,
                 try await connection.query(
                     "SELECT \(unescaped: LedgerRows.json("n", times: ["received_at"])) FROM notifications n ORDER BY n.notification_uuid", logger: logger))
+            archive.serverCalls = try await LedgerRows.decode(
+                ServerCall.self, try await connection.query("SELECT \(unescaped: LedgerRows.serverCall) FROM server_calls c ORDER BY c.id", logger: logger))
             return archive
         }
     }
@@ -29,7 +31,7 @@ extension PostgresLedger {
     /// after the highest imported ID. Nothing is written when anything fails.
     public func restore(_ archive: LedgerArchive) async throws {
         try await database.transaction { connection in
-            for table in ["fulfilments", "download_attempts", "pending_proofs", "notifications"] {
+            for table in ["fulfilments", "download_attempts", "pending_proofs", "notifications", "server_calls"] {
                 let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT 1 FROM \(table) LIMIT 1"), logger: logger).collect()
                 guard rows.isEmpty else { throw LedgerArchive.Malformed(description: "the target ledger is not empty: \(table) has rows") }
             }
@@ -57,13 +59,16 @@ extension PostgresLedger {
             for notification in archive.notifications {
                 try await connection.query(
                     """
-                    INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at)
+                    INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at,
+                      signed_payload, source)
                     VALUES (\(notification.uuid), \(notification.type), \(notification.subtype), \(notification.transactionID),
-                      \(notification.originalTransactionID), \(notification.outcome), \(Timestamp(notification.receivedAt)))
+                      \(notification.originalTransactionID), \(notification.outcome), \(Timestamp(notification.receivedAt)), \(notification.signedPayload),
+                      \(notification.source))
                     """, logger: logger
                 ).drain()
             }
-            for table in ["download_attempts", "pending_proofs"] {
+            for call in archive.serverCalls { try await connection.query(LedgerRows.insert(call), logger: logger).drain() }
+            for table in ["download_attempts", "pending_proofs", "server_calls"] {
                 try await connection.query(
                     PostgresQuery(
                         unsafeSQL: "SELECT setval(pg_get_serial_sequence('\(table)', 'id'), COALESCE((SELECT max(id) FROM \(table)), 0) + 1, false)"),

@@ -63,10 +63,17 @@ extension PostgresLedger {
     }
 
     public func acknowledge(_ transactionID: String, productID: String, now: Date) async throws -> LedgerDecision {
-        try await decidingOnRecord(transactionID) { purchase -> LedgerDecision in
-            guard purchase[transactionID]?.productID == productID else { return .refused(.unknownTransaction(transactionID)) }
-            return try EntitlementRules.acknowledge(transactionID, purchase: &purchase, now: now)
-        } ?? .refused(.unknownTransaction(transactionID))
+        try await database.transaction { connection -> LedgerDecision in
+            guard let row = try await Self.fulfilment(transactionID, on: connection, logger: logger) else { return .refused(.unknownTransaction(transactionID)) }
+            try await Self.lockPurchase(row.originalTransactionID, on: connection, logger: logger)
+            var purchase = try await Self.purchase(
+                transactionID: row.transactionID, originalTransactionID: row.originalTransactionID, on: connection, logger: logger)
+            guard let before = purchase[transactionID], before.productID == productID else { return .refused(.unknownTransaction(transactionID)) }
+            let decision = try EntitlementRules.acknowledge(transactionID, purchase: &purchase, now: now)
+            try await purchase.save(connection, logger: logger)
+            if case .entitled(let after) = decision { try await queueFinishIfDue(connection, before: before.state, after: after, now: now) }
+            return decision
+        }
     }
 
     public func revoke(_ revoked: RevokedPurchase, cause: RevocationCause, reason: String, now: Date) async throws -> [Fulfilment] {
@@ -117,6 +124,7 @@ extension PostgresLedger {
                 throw LedgerError.unknownTransaction(transactionID)
             }
             let now = Date()
+            let before = row.state
             let outcome: DownloadAttempt.Outcome = report.complete ? .complete : .interrupted
             try await connection.query(
                 """
@@ -133,6 +141,7 @@ extension PostgresLedger {
             ).drain()
             EntitlementRules.recordDelivery(&row, report: report, fileSize: fileSize, now: now)
             try await connection.query(LedgerRows.update(row), logger: logger).drain()
+            try await queueFinishIfDue(connection, before: before, after: row, now: now)
         }
     }
 
@@ -140,9 +149,10 @@ extension PostgresLedger {
         try await database.read { connection in
             try await connection.query(
                 """
-                INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at)
+                INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at,
+                  signed_payload, source)
                 VALUES (\(notification.uuid), \(notification.type), \(notification.subtype), \(notification.transactionID),
-                  \(notification.originalTransactionID), \(outcome), \(Timestamp(now)))
+                  \(notification.originalTransactionID), \(outcome), \(Timestamp(now)), \(notification.signedPayload), \(notification.source))
                 ON CONFLICT (notification_uuid) DO NOTHING RETURNING 1
                 """, logger: logger
             ).collect().count == 1

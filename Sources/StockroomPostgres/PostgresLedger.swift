@@ -11,9 +11,12 @@ import StockroomCore
 /// `LedgerUnavailable`; the pool reconnects by itself when the database is back.
 public struct PostgresLedger: Ledger {
     public let database: PostgresPool
+    /// When set, a transaction reaching this point is queued for Finish Transaction in the same transaction.
+    public let finishOn: FinishTrigger?
 
-    public init(database: PostgresPool) {
+    public init(database: PostgresPool, finishOn: FinishTrigger? = nil) {
         self.database = database
+        self.finishOn = finishOn
     }
 
     var logger: Logger { database.logger }
@@ -39,6 +42,9 @@ public struct PostgresLedger: Ledger {
             if let since = filter.since {
                 binds.append(Timestamp(since))
                 conditions.append("f.updated_at >= $\(binds.count)")
+            }
+            if filter.unfinished {
+                conditions.append("f.transaction_id IN (SELECT transaction_id FROM server_calls WHERE kind = 'finish' AND status = 'queued')")
             }
             binds.append(max(0, filter.limit))
             let condition = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")

@@ -114,8 +114,9 @@ enum LedgerStore {
                     LedgerArchive.Notification(
                         uuid: row["notification_uuid"], type: row["notification_type"], subtype: row["subtype"],
                         transactionID: row["transaction_id"], originalTransactionID: row["original_transaction_id"], outcome: row["outcome"],
-                        receivedAt: row["received_at"])
+                        receivedAt: row["received_at"], signedPayload: row["signed_payload"], source: row["source"])
                 }
+                archive.serverCalls = try ServerCall.order(Column("id")).fetchAll(db)
                 return archive
             }
         }
@@ -126,7 +127,7 @@ enum LedgerStore {
         case .postgres(let ledger): try await ledger.restore(archive)
         case .sqlite(let database):
             try await database.writer.write { db in
-                for table in ["fulfilments", "download_attempts", "pending_proofs", "notifications"] {
+                for table in ["fulfilments", "download_attempts", "pending_proofs", "notifications", "server_calls"] {
                     guard try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") == 0 else {
                         throw LedgerArchive.Malformed(description: "the target ledger is not empty: \(table) has rows")
                     }
@@ -137,14 +138,17 @@ enum LedgerStore {
                 for notification in archive.notifications {
                     try db.execute(
                         sql: """
-                            INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at)
-                            VALUES (?, ?, ?, ?, ?, ?, ?)
+                            INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome,
+                              received_at, signed_payload, source)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                             """,
                         arguments: [
                             notification.uuid, notification.type, notification.subtype, notification.transactionID,
-                            notification.originalTransactionID, notification.outcome, notification.receivedAt,
+                            notification.originalTransactionID, notification.outcome, notification.receivedAt, notification.signedPayload,
+                            notification.source,
                         ])
                 }
+                for call in archive.serverCalls { try call.insert(db) }
             }
         }
     }

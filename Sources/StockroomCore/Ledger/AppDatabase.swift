@@ -141,6 +141,34 @@ public final class AppDatabase: Sendable {
         migrator.registerMigration("v5: a pending proof is leased to one re-verification at a time") { db in
             try db.alter(table: "pending_proofs") { table in table.add(column: "leased_until", .datetime) }
         }
+        migrator.registerMigration("v6: the purchase lifecycle: server finish, consumption answers, notifications verbatim") { db in
+            try db.alter(table: "fulfilments") { table in
+                table.add(column: "finished_at", .datetime)
+                table.add(column: "customer_consented", .boolean)
+            }
+            try db.alter(table: "notifications") { table in
+                table.add(column: "signed_payload", .text)
+                table.add(column: "source", .text)
+            }
+            try db.create(table: "server_calls") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("kind", .text).notNull().check(sql: "kind IN ('finish', 'consumption')")
+                table.column("transaction_id", .text).notNull()
+                table.column("environment", .text).notNull()
+                table.column("status", .text).notNull().check(sql: "status IN ('queued', 'sent', 'skipped', 'refused')")
+                table.column("attempts", .integer).notNull().defaults(to: 0).check(sql: "attempts >= 0")
+                table.column("due_at", .datetime).notNull()
+                table.column("leased_until", .datetime)
+                table.column("last_error", .text)
+                table.column("body", .text)
+                table.column("requested_by", .text)
+                table.column("created_at", .datetime).notNull()
+                table.column("updated_at", .datetime).notNull()
+                table.column("sent_at", .datetime)
+                table.uniqueKey(["kind", "transaction_id"])
+            }
+            try db.create(index: "server_calls_on_status_due_at", on: "server_calls", columns: ["status", "due_at"])
+        }
         return migrator
     }
 

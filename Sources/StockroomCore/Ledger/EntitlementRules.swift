@@ -53,6 +53,7 @@ public enum EntitlementRules {
         row.verifiedAt = now
         row.lastError = nil
         row.updatedAt = now
+        if let consented = terms.customerConsented { row.customerConsented = consented }
         if terms.countsAttempt { row.attempts += 1 }
         if existing == nil { purchase.insert(row) } else { purchase.update(row) }
         return .entitled(row)

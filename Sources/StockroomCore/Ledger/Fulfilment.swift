@@ -40,6 +40,11 @@ public struct Fulfilment: Sendable, Equatable, Codable, FetchableRecord, Persist
     public var revokedByOperatorAt: Date?
     /// Set while Apple's refund or revocation stands; only `REFUND_REVERSED` clears it.
     public var revokedByRefundAt: Date?
+    /// When Stockroom finished the transaction with Apple (`POST …/finish`); nil until then.
+    public var finishedAt: Date? = nil
+    /// Whether the customer agreed that consumption data may go to Apple with a refund request,
+    /// as the app last said on a verified download request; nil when it never said.
+    public var customerConsented: Bool? = nil
 
     /// What kind of proof of purchase is stored.
     public enum ProofKind: String, Sendable, Codable, DatabaseValueConvertible {
@@ -70,6 +75,7 @@ public struct Fulfilment: Sendable, Equatable, Codable, FetchableRecord, Persist
         case createdAt = "created_at", updatedAt = "updated_at", deliveredAt = "delivered_at"
         case acknowledgedAt = "acknowledged_at", revokedAt = "revoked_at"
         case revokedByOperatorAt = "revoked_by_operator_at", revokedByRefundAt = "revoked_by_refund_at"
+        case finishedAt = "finished_at", customerConsented = "customer_consented"
     }
 }
 

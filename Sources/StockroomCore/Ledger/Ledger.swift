@@ -62,6 +62,52 @@ public protocol Ledger: Sendable {
     func notificationSeen(_ uuid: String) async throws -> Bool
     /// Records a notification's UUID; false when it was recorded before.
     func recordNotification(_ notification: NotificationRecord, outcome: String, now: Date) async throws -> Bool
+    /// A notification as recorded, with its signed payload verbatim.
+    func storedNotification(_ uuid: String) async throws -> StoredNotification?
+
+    // MARK: Calls owed to the App Store Server API (a durable queue)
+    /// A refund request (CONSUMPTION_REQUEST) for `transactionID`: queues one consumption
+    /// answer per transaction, or records that none is sent because no consent is on record.
+    func queueConsumptionAnswer(_ transactionID: String, environment: StoreEnvironment, requestedBy uuid: String, now: Date) async throws
+        -> ConsumptionQueueing
+    /// Up to `limit` queued calls that are due and that no other sender holds, oldest first,
+    /// now held by the caller until `until`.
+    func leaseServerCalls(limit: Int, until: Date, now: Date) async throws -> [ServerCall]
+    /// Settles a leased call; a sent finish stamps its transaction's `finished_at`.
+    func completeServerCall(_ id: Int64, _ result: ServerCallResult, now: Date) async throws
+    /// Calls on record, newest first.
+    func serverCalls(_ filter: ServerCallFilter) async throws -> [ServerCall]
+    /// Keeps the customer's consent to share consumption data on an entitled transaction.
+    func recordConsent(_ transactionID: String, consented: Bool, now: Date) async throws
+}
+
+/// Which owed calls to list.
+public struct ServerCallFilter: Sendable, Equatable {
+    public var kind: ServerCall.Kind?
+    public var status: ServerCall.Status?
+    public var transactionID: String?
+    public var limit: Int
+
+    public init(kind: ServerCall.Kind? = nil, status: ServerCall.Status? = nil, transactionID: String? = nil, limit: Int = 1000) {
+        self.kind = kind
+        self.status = status
+        self.transactionID = transactionID
+        self.limit = limit
+    }
+}
+
+/// A notification as the ledger keeps it for audit.
+public struct StoredNotification: Sendable, Equatable {
+    public var record: NotificationRecord
+    /// What applying it did.
+    public var outcome: String
+    public var receivedAt: Date
+
+    public init(record: NotificationRecord, outcome: String, receivedAt: Date) {
+        self.record = record
+        self.outcome = outcome
+        self.receivedAt = receivedAt
+    }
 }
 
 /// The terms a claim is made on, besides the proof.
@@ -74,12 +120,15 @@ public struct ClaimTerms: Sendable, Equatable {
     public var checksAccount: Bool
     /// Whether this is a download request (counts an attempt).
     public var countsAttempt: Bool
+    /// The customer's consent to share consumption data with Apple, when the app says; kept on an entitled row.
+    public var customerConsented: Bool?
 
-    public init(requestedProductID: String?, appAccountToken: String?, checksAccount: Bool, countsAttempt: Bool) {
+    public init(requestedProductID: String?, appAccountToken: String?, checksAccount: Bool, countsAttempt: Bool, customerConsented: Bool? = nil) {
         self.requestedProductID = requestedProductID
         self.appAccountToken = appAccountToken?.lowercased()
         self.checksAccount = checksAccount
         self.countsAttempt = countsAttempt
+        self.customerConsented = customerConsented
     }
 
     /// An operator's re-verification: no account, no attempt, Apple's product.
@@ -169,13 +218,22 @@ public struct NotificationRecord: Sendable, Equatable {
     public var subtype: String?
     public var transactionID: String?
     public var originalTransactionID: String?
+    /// The `signedPayload` as Apple sent it, kept verbatim for audit (nil on rows older than schema v6).
+    public var signedPayload: String?
+    /// How it arrived: `push` (Apple posted it) or `history` (`stockroom notifications sync`).
+    public var source: String?
 
-    public init(uuid: String, type: String, subtype: String?, transactionID: String?, originalTransactionID: String?) {
+    public init(
+        uuid: String, type: String, subtype: String?, transactionID: String?, originalTransactionID: String?, signedPayload: String? = nil,
+        source: String? = nil
+    ) {
         self.uuid = uuid
         self.type = type
         self.subtype = subtype
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
+        self.signedPayload = signedPayload
+        self.source = source
     }
 }
 
@@ -185,12 +243,15 @@ public struct FulfilmentFilter: Sendable, Equatable {
     public var productID: String?
     /// Only those updated at or after this time.
     public var since: Date?
+    /// Only those with a finish call still queued (`fulfilments list --unfinished`).
+    public var unfinished: Bool
     public var limit: Int
 
-    public init(states: Set<FulfilmentState>? = nil, productID: String? = nil, since: Date? = nil, limit: Int = 1000) {
+    public init(states: Set<FulfilmentState>? = nil, productID: String? = nil, since: Date? = nil, unfinished: Bool = false, limit: Int = 1000) {
         self.states = states
         self.productID = productID
         self.since = since
+        self.unfinished = unfinished
         self.limit = limit
     }
 }

@@ -5,9 +5,12 @@ import GRDB
 /// the rows it depends on, so a refund or an operator's revocation that lands meanwhile is seen.
 public struct SQLiteLedger: Ledger {
     public let database: AppDatabase
+    /// When set, a transaction reaching this point is queued for Finish Transaction in the same write.
+    public let finishOn: FinishTrigger?
 
-    public init(database: AppDatabase) {
+    public init(database: AppDatabase, finishOn: FinishTrigger? = nil) {
         self.database = database
+        self.finishOn = finishOn
     }
 
     // MARK: Reads
@@ -22,6 +25,10 @@ public struct SQLiteLedger: Ledger {
             if let states = filter.states { request = request.filter(states.map(\.rawValue).contains(Fulfilment.Columns.state)) }
             if let product = filter.productID { request = request.filter(Fulfilment.Columns.productID == product) }
             if let since = filter.since { request = request.filter(Fulfilment.Columns.updatedAt >= since) }
+            if filter.unfinished {
+                request = request.filter(
+                    sql: "transaction_id IN (SELECT transaction_id FROM server_calls WHERE kind = 'finish' AND status = 'queued')")
+            }
             return try request.order(Fulfilment.Columns.updatedAt.desc).limit(filter.limit).fetchAll(db)
         }
     }
@@ -146,6 +153,7 @@ public struct SQLiteLedger: Ledger {
             var purchase = try Self.purchase(db, transactionID: row.transactionID, originalTransactionID: row.originalTransactionID)
             let decision = try EntitlementRules.acknowledge(transactionID, purchase: &purchase, now: now)
             try purchase.save(db)
+            if case .entitled(let after) = decision { try queueFinishIfDue(db, before: row.state, after: after, now: now) }
             return decision
         }
     }
@@ -199,6 +207,7 @@ public struct SQLiteLedger: Ledger {
         try await database.writer.write { db in
             guard var row = try Self.row(db, transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
             let now = Date()
+            let before = row.state
             var attempt = DownloadAttempt(
                 id: nil, transactionID: transactionID, rangeStart: report.range?.lowerBound, rangeEnd: report.range?.upperBound,
                 bytes: report.bytesSent, outcome: report.complete ? .complete : .interrupted, at: now)
@@ -212,6 +221,7 @@ public struct SQLiteLedger: Ledger {
             ).execute(arguments: [transactionID, transactionID, DownloadAttempt.keptPerTransaction])
             EntitlementRules.recordDelivery(&row, report: report, fileSize: fileSize, now: now)
             try row.update(db)
+            try queueFinishIfDue(db, before: before, after: row, now: now)
         }
     }
 
@@ -225,12 +235,13 @@ public struct SQLiteLedger: Ledger {
         try await database.writer.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (notification_uuid) DO NOTHING
+                    INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome,
+                      received_at, signed_payload, source)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (notification_uuid) DO NOTHING
                     """,
                 arguments: [
                     notification.uuid, notification.type, notification.subtype, notification.transactionID,
-                    notification.originalTransactionID, outcome, now,
+                    notification.originalTransactionID, outcome, now, notification.signedPayload, notification.source,
                 ])
             return db.changesCount == 1
         }

@@ -19,10 +19,16 @@ public struct SignedTransaction: Sendable, Equatable, Decodable {
     public var signedDate: Int64
     /// When an auto-renewable or non-renewing subscription ends; milliseconds since 1970.
     public var expiresDate: Int64?
+    /// `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`, on a revoked transaction.
+    /// See https://developer.apple.com/documentation/appstoreserverapi/revocationtype
+    public var revocationType: String?
+    /// The share refunded by a prorated refund, in thousandths of a percent (0…100000).
+    /// See https://developer.apple.com/documentation/appstoreserverapi/revocationpercentage
+    public var revocationPercentage: Int?
 
     enum CodingKeys: String, CodingKey {
         case transactionId, originalTransactionId, productId, bundleId, purchaseDate, type, environment
-        case revocationDate, revocationReason, appAccountToken, signedDate, expiresDate
+        case revocationDate, revocationReason, appAccountToken, signedDate, expiresDate, revocationType, revocationPercentage
     }
 
     /// Every millisecond field is converted with checks: a non-finite, fractional-overflowing or
@@ -52,6 +58,12 @@ public struct SignedTransaction: Sendable, Equatable, Decodable {
         appAccountToken = try container.decodeIfPresent(String.self, forKey: .appAccountToken)
         signedDate = try milliseconds(.signedDate)
         expiresDate = try container.decodeMilliseconds(.expiresDate)
+        revocationType = try? container.decodeIfPresent(String.self, forKey: .revocationType)
+        if let percentage = try? container.decodeIfPresent(Double.self, forKey: .revocationPercentage), percentage.isFinite,
+            (0...100_000).contains(percentage)
+        {
+            revocationPercentage = Int(exactly: percentage.rounded())
+        }
     }
 
     /// Whether a subscription has ended at `now`; purchases without expiry never do.

@@ -1,0 +1,125 @@
+import Foundation
+import GRDB
+
+/// The calls owed to the App Store Server API, on SQLite: queued in the write that makes them
+/// due, leased to one sender at a time, settled in one write.
+extension SQLiteLedger {
+    /// Queues Finish Transaction when `after` just became due under `finishOn` (once per transaction).
+    func queueFinishIfDue(_ db: Database, before: FulfilmentState?, after: Fulfilment, now: Date) throws {
+        guard let finishOn, finishOn.isDue(before: before, after: after), let environment = after.environment else { return }
+        try Self.insertOnce(db, .queued(.finish, after.transactionID, environment: environment, now: now))
+    }
+
+    public func queueConsumptionAnswer(_ transactionID: String, environment: StoreEnvironment, requestedBy uuid: String, now: Date) async throws
+        -> ConsumptionQueueing
+    {
+        try await database.writer.write { db in
+            let row = try Fulfilment.fetchOne(db, key: transactionID)
+            var call = ServerCall.queued(.consumption, transactionID, environment: row?.environment ?? environment, requestedBy: uuid, now: now)
+            let consented = row?.customerConsented == true
+            if !consented {
+                call.status = .skipped
+                call.lastError = "no customer consent on record: nothing is sent to Apple"
+            }
+            guard try Self.insertOnce(db, call) else { return .alreadyAnswered }
+            return consented ? .queued : .skippedNoConsent
+        }
+    }
+
+    public func recordConsent(_ transactionID: String, consented: Bool, now: Date) async throws {
+        try await database.writer.write { db in
+            try db.execute(
+                sql: "UPDATE fulfilments SET customer_consented = ?, updated_at = ? WHERE transaction_id = ? AND state IN ('verified', 'delivered', 'acknowledged')",
+                arguments: [consented, now, transactionID])
+        }
+    }
+
+    public func leaseServerCalls(limit: Int, until: Date, now: Date) async throws -> [ServerCall] {
+        try await database.writer.write { db in
+            try ServerCall.fetchAll(
+                db,
+                sql: """
+                    UPDATE server_calls SET leased_until = ? WHERE id IN
+                      (SELECT id FROM server_calls WHERE status = 'queued' AND due_at <= ? AND (leased_until IS NULL OR leased_until <= ?)
+                       ORDER BY due_at, id LIMIT ?)
+                    RETURNING *
+                    """,
+                arguments: [until, now, now, max(0, limit)]
+            ).sorted { ($0.dueAt, $0.id ?? 0) < ($1.dueAt, $1.id ?? 0) }
+        }
+    }
+
+    public func completeServerCall(_ id: Int64, _ result: ServerCallResult, now: Date) async throws {
+        try await database.writer.write { db in
+            guard var call = try ServerCall.fetchOne(db, key: id), call.status == .queued else { return }
+            call.apply(result, now: now)
+            try call.update(db)
+            if call.kind == .finish, call.status == .sent {
+                try db.execute(
+                    sql: "UPDATE fulfilments SET finished_at = COALESCE(finished_at, ?), updated_at = ? WHERE transaction_id = ?",
+                    arguments: [now, now, call.transactionID])
+            }
+        }
+    }
+
+    public func serverCalls(_ filter: ServerCallFilter) async throws -> [ServerCall] {
+        try await database.writer.read { db in
+            var request = ServerCall.all()
+            if let kind = filter.kind { request = request.filter(Column("kind") == kind.rawValue) }
+            if let status = filter.status { request = request.filter(Column("status") == status.rawValue) }
+            if let transactionID = filter.transactionID { request = request.filter(Column("transaction_id") == transactionID) }
+            return try request.order(Column("id").desc).limit(max(0, filter.limit)).fetchAll(db)
+        }
+    }
+
+    public func storedNotification(_ uuid: String) async throws -> StoredNotification? {
+        try await database.writer.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM notifications WHERE notification_uuid = ?", arguments: [uuid]) else {
+                return nil
+            }
+            return StoredNotification(
+                record: NotificationRecord(
+                    uuid: row["notification_uuid"], type: row["notification_type"], subtype: row["subtype"], transactionID: row["transaction_id"],
+                    originalTransactionID: row["original_transaction_id"], signedPayload: row["signed_payload"], source: row["source"]),
+                outcome: row["outcome"], receivedAt: row["received_at"])
+        }
+    }
+
+    /// Inserts `call` unless one of its kind exists for its transaction; true when inserted.
+    @discardableResult
+    private static func insertOnce(_ db: Database, _ call: ServerCall) throws -> Bool {
+        try db.execute(
+            sql: """
+                INSERT INTO server_calls (kind, transaction_id, environment, status, attempts, due_at, last_error, requested_by, created_at, updated_at)
+                VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?) ON CONFLICT (kind, transaction_id) DO NOTHING
+                """,
+            arguments: [
+                call.kind.rawValue, call.transactionID, call.environment.rawValue, call.status.rawValue, call.dueAt, call.lastError,
+                call.requestedBy, call.createdAt, call.updatedAt,
+            ])
+        return db.changesCount == 1
+    }
+}
+
+extension ServerCall {
+    /// The call after `result`: the one place a call's status changes, for both ledgers.
+    public mutating func apply(_ result: ServerCallResult, now: Date) {
+        leasedUntil = nil
+        updatedAt = now
+        switch result {
+        case .sent(let body):
+            status = .sent
+            sentAt = now
+            lastError = nil
+            self.body = body
+        case .retry(let error, let retryAt):
+            attempts += 1
+            lastError = error
+            dueAt = retryAt
+        case .refused(let error):
+            attempts += 1
+            status = .refused
+            lastError = error
+        }
+    }
+}

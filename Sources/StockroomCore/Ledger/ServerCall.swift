@@ -1,0 +1,117 @@
+import Foundation
+import GRDB
+
+/// A call Stockroom owes the App Store Server API, kept in the ledger until it is made:
+/// Finish Transaction once the app has its content, and one consumption answer per refund
+/// request. A durable queue: it survives restarts, and each row is leased to one sender at a
+/// time, so several instances sharing a ledger make each call once.
+///
+/// One row per (kind, transaction): a transaction is finished once and answered once, however
+/// often Apple asks (it re-sends CONSUMPTION_REQUEST with new UUIDs until it hears back).
+public struct ServerCall: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "server_calls"
+
+    public var id: Int64?
+    public var kind: Kind
+    public var transactionID: String
+    /// The host the call goes to (the sandbox's for sandbox transactions).
+    public var environment: StoreEnvironment
+    public var status: Status
+    /// Calls made so far that did not settle it.
+    public var attempts: Int
+    /// Not sent before this time (backoff, or Apple's `Retry-After`).
+    public var dueAt: Date
+    /// Held by one sender until this time.
+    public var leasedUntil: Date?
+    public var lastError: String?
+    /// What was sent, verbatim (consumption answers), for audit.
+    public var body: String?
+    /// The notification that asked for it (consumption answers).
+    public var requestedBy: String?
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var sentAt: Date?
+
+    /// What the call does.
+    public enum Kind: String, Sendable, Codable, CaseIterable, DatabaseValueConvertible {
+        /// `POST /inApps/v1/transactions/{transactionId}/finish`.
+        case finish
+        /// `PUT /inApps/v2/transactions/consumption/{transactionId}`.
+        case consumption
+    }
+
+    /// Where a call stands.
+    public enum Status: String, Sendable, Codable, CaseIterable, DatabaseValueConvertible {
+        /// Waiting to be sent (or re-sent after a transient failure).
+        case queued
+        /// Apple accepted it.
+        case sent
+        /// Not sent, on purpose: no customer consent is on record for a consumption answer.
+        case skipped
+        /// Apple refused it for good (a 4xx other than 429); not retried.
+        case refused
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, transactionID = "transaction_id", environment, status, attempts, dueAt = "due_at"
+        case leasedUntil = "leased_until", lastError = "last_error", body, requestedBy = "requested_by"
+        case createdAt = "created_at", updatedAt = "updated_at", sentAt = "sent_at"
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) {
+        id = inserted.rowID
+    }
+
+    /// A new queued call, due now.
+    public static func queued(_ kind: Kind, _ transactionID: String, environment: StoreEnvironment, requestedBy: String? = nil, now: Date) -> ServerCall {
+        ServerCall(
+            id: nil, kind: kind, transactionID: transactionID, environment: environment, status: .queued, attempts: 0, dueAt: now,
+            leasedUntil: nil, lastError: nil, body: nil, requestedBy: requestedBy, createdAt: now, updatedAt: now, sentAt: nil)
+    }
+
+    /// The wait before the next try after `attempts` failures: 2 s doubling to an hour, or
+    /// Apple's `Retry-After` when that is longer.
+    public static func backoff(afterAttempts attempts: Int, retryAfter: Duration?) -> Duration {
+        let exponent = min(max(attempts, 1), 12)
+        let doubling = Duration.seconds(min(1 << exponent, 3600))
+        guard let retryAfter, retryAfter > doubling else { return doubling }
+        return min(retryAfter, .seconds(3600))
+    }
+}
+
+/// How a leased call ended, as the sender reports it to the ledger.
+public enum ServerCallResult: Sendable, Equatable {
+    /// Apple accepted it; `body` is what was sent. A finish stamps the transaction `finished_at`.
+    case sent(body: String?)
+    /// A transient failure: try again at `retryAt`.
+    case retry(error: String, retryAt: Date)
+    /// Apple refused it for good, or it cannot be made.
+    case refused(error: String)
+}
+
+/// When Stockroom finishes a transaction with Apple itself (`--finish-on`).
+public enum FinishTrigger: String, Sendable, Equatable, CaseIterable {
+    /// Once the app acknowledges it has the content (the default with Server API credentials).
+    case acknowledged
+    /// Once a whole copy went out, acknowledged or not.
+    case delivered
+
+    /// Whether a transaction that went from `before` to `after.state` is now due a finish call.
+    public func isDue(before: FulfilmentState?, after: Fulfilment) -> Bool {
+        guard before != after.state, after.finishedAt == nil, after.environment != nil else { return false }
+        switch self {
+        case .acknowledged: return after.state == .acknowledged
+        case .delivered: return after.state == .delivered || after.state == .acknowledged
+        }
+    }
+}
+
+/// What became of a refund request's call for consumption information.
+public enum ConsumptionQueueing: Sendable, Equatable {
+    /// Queued: the sender builds the answer from the ledger and sends it.
+    case queued
+    /// This transaction was answered (or is queued, or was skipped) before: once per transaction.
+    case alreadyAnswered
+    /// No consent from the customer is on record: no call is made, and that is recorded.
+    case skippedNoConsent
+}
