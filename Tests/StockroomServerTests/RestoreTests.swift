@@ -27,7 +27,8 @@ import Testing
     }
 
     @Test func aSignedTransactionRestoresEveryCataloguePurchaseOfItsCustomerAcrossPagesAndNoOtherDevices() async throws {
-        try await DownloadFixture.run { fixture in
+        // The test client connects first; 24 purchases on a loaded machine can outlast the head deadline.
+        try await DownloadFixture.run({ $0.headerTimeout = .seconds(300); $0.idleTimeout = .seconds(300) }) { fixture in
             let first = try await fixture.control.purchase(["productId": Self.elsewhere, "deviceId": "device-a"])
             for _ in 0..<20 { _ = try await fixture.control.purchase(["productId": Self.elsewhere, "deviceId": "device-a"]) }
             let book = try await fixture.control.purchase(["productId": Self.book, "deviceId": "device-a"])

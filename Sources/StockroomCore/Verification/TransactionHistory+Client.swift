@@ -48,6 +48,7 @@ extension AppStoreServerAPIClient {
                     guard environment == nil, current == .production else { return .failure(.notFound) }
                     current = .sandbox
                     attempts -= 1
+                    lastFailure = "production does not know it (4040010); the sandbox was not reached in time"
                     continue
                 case 404:
                     return .failure(.notFound)
