@@ -23,7 +23,6 @@ public func addSimulatorRoutes<Context: RequestContext>(
 ) {
     let state = SimulatorState(configuration: configuration, signingChain: signingChain, apiKey: apiKey)
     UpstreamController(state: state).addRoutes(to: group)
-    HistoryController(state: state).addRoutes(to: group)
     ControlController(state: state).addRoutes(to: group.group("sim"))
     group.get("sim/api-key") { _, _ in
         let body: [String: String] = ["keyId": apiKey.keyID, "issuerId": apiKey.issuerID, "privateKey": apiKey.privateKey.pem]
@@ -34,4 +33,5 @@ public func addSimulatorRoutes<Context: RequestContext>(
     group.get("sim/root.pem") { _, _ in
         Response(status: .ok, headers: [.contentType: "application/x-pem-file"], body: .init(byteBuffer: ByteBuffer(string: signingChain.root.pem)))
     }
+    HistoryController(state: state).addRoutes(to: group)
 }

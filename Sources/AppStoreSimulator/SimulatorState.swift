@@ -123,7 +123,7 @@ actor SimulatorState {
             deviceID: request.deviceId ?? original?.deviceID ?? UUID().uuidString,
             purchaseDateMilliseconds: now,
             originalPurchaseDateMilliseconds: original?.originalPurchaseDateMilliseconds ?? now,
-            type: type, expiresDateMilliseconds: expires, appAccountToken: request.appAccountToken?.lowercased())
+            appAccountToken: request.appAccountToken?.lowercased(), type: type, expiresDateMilliseconds: expires)
         transactions[id] = transaction
         devices[transaction.deviceID, default: []].append(id)
         let receipt = try receipt(for: transaction, at: now)
