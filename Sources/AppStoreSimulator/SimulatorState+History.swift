@@ -9,7 +9,7 @@ import StockroomCore
 /// and https://developer.apple.com/documentation/appstoreserverapi/historyresponse
 extension SimulatorState {
     /// Apple's page size: "a maximum of 20 transactions per response".
-    static let historyPageSize = 20
+    static let transactionHistoryPageSize = 20
 
     /// The query of a history request, as Apple names its parameters.
     struct HistoryQuery: Sendable {
@@ -58,7 +58,7 @@ extension SimulatorState {
             .filter { query.productTypes.isEmpty || query.productTypes.contains(Self.productType(of: $0)) }
             .filter { query.revoked == nil || (query.revoked == "true") == ($0.cancellationDateMilliseconds != nil) }
         if query.sort == "DESCENDING" { customer.reverse() }
-        let page = customer.dropFirst(start).prefix(Self.historyPageSize)
+        let page = customer.dropFirst(start).prefix(Self.transactionHistoryPageSize)
         let next = min(start, customer.count) + page.count
         let now = AppleDate.nowMilliseconds()
         do {
