@@ -13,6 +13,8 @@ struct SimulatedTransaction: Sendable {
     var cancellationDateMilliseconds: Int64?
     /// Apple's `cancellation_reason`: "1" an app issue, "0" another reason.
     var cancellationReason: String?
+    /// The app account the purchase was made for: Apple signs it into every view of it (history).
+    var appAccountToken: String?
     /// StoreKit 2's product type: `Non-Consumable`, `Consumable`, `Auto-Renewable Subscription`,
     /// `Non-Renewing Subscription`.
     var type: String = SimulatedTransaction.nonConsumable

@@ -34,4 +34,5 @@ public func addSimulatorRoutes<Context: RequestContext>(
     group.get("sim/root.pem") { _, _ in
         Response(status: .ok, headers: [.contentType: "application/x-pem-file"], body: .init(byteBuffer: ByteBuffer(string: signingChain.root.pem)))
     }
+    HistoryController(state: state).addRoutes(to: group)
 }

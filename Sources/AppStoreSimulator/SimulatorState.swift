@@ -12,7 +12,7 @@ actor SimulatorState {
     /// What it sold, by transaction ID; the `+Lifecycle` and `+Notifications` extensions change it.
     var transactions: [String: SimulatedTransaction] = [:]
     /// Transaction IDs per device, in purchase order.
-    private var devices: [String: [String]] = [:]
+    var devices: [String: [String]] = [:]
     private var nextTransactionNumber: Int64 = 2_000_000_000_000_001
     private var faults: [(fault: Fault, remaining: Int)] = []
     private(set) var stats = SimulatorStats()
@@ -109,7 +109,7 @@ actor SimulatorState {
             deviceID: request.deviceId ?? original?.deviceID ?? UUID().uuidString,
             purchaseDateMilliseconds: now,
             originalPurchaseDateMilliseconds: original?.originalPurchaseDateMilliseconds ?? now,
-            type: type, expiresDateMilliseconds: expires)
+            appAccountToken: request.appAccountToken?.lowercased(), type: type, expiresDateMilliseconds: expires)
         transactions[id] = transaction
         devices[transaction.deviceID, default: []].append(id)
         let receipt = try receipt(for: transaction, at: now)

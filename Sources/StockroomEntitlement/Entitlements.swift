@@ -117,7 +117,8 @@ public struct Entitlements: Sendable {
         if let named = request.transactionID, named != verified.transactionID {
             return .refused(.rejected(.transactionNotInReceipt(named)))
         }
-        guard let serverAPI else {
+        // Xcode's transactions (accepted only with --accept-xcode) are unknown upstream: decided locally.
+        guard let serverAPI, !XcodeTransactionVerifier.isXcodeShaped(verified.proof) else {
             StockroomMetrics.verification(proof: "signedTransaction", outcome: "valid", environment: verified.environment)
             return try await decide(verified, request)
         }

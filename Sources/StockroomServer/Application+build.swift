@@ -21,6 +21,7 @@ public enum StartupError: Error, CustomStringConvertible {
     case trustRootWithApple
     case appStoreKey(path: String, reason: String)
     case appStoreKeyIncomplete
+    case xcodeWithApple
 
     public var description: String {
         switch self {
@@ -36,6 +37,7 @@ public enum StartupError: Error, CustomStringConvertible {
         case .trustRootWithApple: "--trust-root is for --upstream URL; with --upstream apple only Apple's roots are trusted"
         case .appStoreKey(let path, let reason): "the App Store Server API key \"\(path)\" cannot be used: \(reason)"
         case .appStoreKeyIncomplete: "the App Store Server API needs --app-store-key, --app-store-key-id and --app-store-issuer-id together"
+        case .xcodeWithApple: "--accept-xcode is for development: it refuses to run with --upstream apple"
         }
     }
 }
@@ -94,9 +96,12 @@ public func buildApplication(
     let slots = configuration.downloadSlots()
     HealthController(catalog: catalogStore, metrics: metrics, ledger: ledger, slots: slots).addRoutes(to: router)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
-    let signedTransactions = SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil)
+    var signedTransactions = SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil)
+    signedTransactions.xcode = trust.xcode
+    let receipts: any ReceiptVerifier =
+        trust.xcode == nil ? verifier : XcodeReceiptVerifier(upstream: verifier, bundleID: configuration.bundleID, pinned: configuration.xcodeCertificate)
     var entitlements = Entitlements(
-        ledger: ledger, receipts: verifier, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
+        ledger: ledger, receipts: receipts, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
         policy: EntitlementPolicy(
             reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow, proratedRefund: configuration.proratedRefund),
@@ -113,6 +118,7 @@ public func buildApplication(
         catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: contentStore),
         slots: slots, offload: configuration.offloadResponder(store: contentStore)
     ).addRoutes(to: router.group("v1"))
+    RestoreController(catalog: catalogStore, entitlements: entitlements).addRoutes(to: router.group("v1"))
     if let adminToken = configuration.adminToken {
         AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))
         if let insights = ledger as? any LedgerInsights {

@@ -34,6 +34,12 @@ public struct ServerConfiguration: Sendable {
     /// for the CLI, certificates directly for tests); empty means Apple Root CA - G3 only. Trust is
     /// never fetched from the upstream.
     public var trustedRoots: [Certificate] = []
+    /// Accept StoreKit Testing in Xcode's signed transactions and receipts, verified locally
+    /// (`--accept-xcode`): for development only, refused with `upstream` apple.
+    public var acceptsXcode = false
+    /// The StoreKit Test certificate exported from Xcode (`--xcode-certificate`); nil accepts any
+    /// self-signed one.
+    public var xcodeCertificate: Certificate?
     /// App Store Server API credentials given directly (tests: a simulator's `ServerAPIKey`);
     /// when nil, they come from the key file and IDs below, or there is no Server API.
     public var serverAPICredentials: AppStoreServerAPIClient.Credentials?

@@ -16,6 +16,8 @@ public struct UpstreamTrust: Sendable {
     public let otherRoots: [Certificate]
     /// The App Store Server API client, when credentials were given; nil means no Server API.
     public let serverAPI: AppStoreServerAPIClient?
+    /// With `--accept-xcode`: verifies StoreKit Testing in Xcode's signed transactions locally.
+    public internal(set) var xcode: XcodeTransactionVerifier?
 
     /// Trust given directly; `resolve(configuration:logger:)` is how the server and CLI build it.
     public init(root: Certificate, otherRoots: [Certificate] = [], serverAPI: AppStoreServerAPIClient?) {
@@ -52,7 +54,13 @@ public struct UpstreamTrust: Sendable {
             AppStoreServerAPIClient(
                 credentials: $0, endpoints: endpoints, transport: CurlHTTPClient(), policy: configuration.verificationRetryPolicy, logger: logger)
         }
-        return UpstreamTrust(root: root, otherRoots: Array(configuration.trustedRoots.dropFirst()), serverAPI: serverAPI)
+        var trust = UpstreamTrust(root: root, otherRoots: Array(configuration.trustedRoots.dropFirst()), serverAPI: serverAPI)
+        if configuration.acceptsXcode {
+            guard configuration.upstream != .apple else { throw StartupError.xcodeWithApple }
+            trust.xcode = XcodeTransactionVerifier(pinned: configuration.xcodeCertificate)
+            logger.warning("accepting StoreKit Testing in Xcode's purchases, verified locally: development only")
+        }
+        return trust
     }
 
     /// The credentials of `--app-store-key`, `--app-store-key-id` and `--app-store-issuer-id`:

@@ -115,6 +115,19 @@ struct UpstreamOptions: ParsableArguments {
     @Option(help: "App Store Server API key file (.p8) (STOCKROOM_APP_STORE_KEY); with its key and issuer IDs, signed transactions are confirmed with the API.")
     var appStoreKey: String?
 
+    @Flag(
+        name: .customLong("accept-xcode"),
+        help: """
+            Accept StoreKit Testing in Xcode's signed transactions and receipts, verified locally, for \
+            development; refused with --upstream apple (STOCKROOM_ACCEPT_XCODE=1).
+            """)
+    var acceptXcode = false
+
+    @Option(
+        name: .customLong("xcode-certificate"),
+        help: "With --accept-xcode: only the StoreKit Test certificate exported from Xcode, PEM or DER (STOCKROOM_XCODE_CERTIFICATE).")
+    var xcodeCertificate: String?
+
     @Option(help: "The API key's ID (STOCKROOM_APP_STORE_KEY_ID).")
     var appStoreKeyId: String?
 
@@ -137,10 +150,29 @@ struct UpstreamOptions: ParsableArguments {
         configuration.appStoreKeyPath = appStoreKey ?? environment["STOCKROOM_APP_STORE_KEY"]
         configuration.appStoreKeyID = appStoreKeyId ?? environment["STOCKROOM_APP_STORE_KEY_ID"]
         configuration.appStoreIssuerID = appStoreIssuerId ?? environment["STOCKROOM_APP_STORE_ISSUER_ID"]
+        configuration.acceptsXcode = acceptXcode || ["1", "true"].contains(environment["STOCKROOM_ACCEPT_XCODE"] ?? "")
+        if let path = xcodeCertificate ?? environment["STOCKROOM_XCODE_CERTIFICATE"] {
+            guard configuration.acceptsXcode else { throw ValidationError("--xcode-certificate needs --accept-xcode") }
+            configuration.xcodeCertificate = try Self.certificate(path, flag: "--xcode-certificate")
+        }
+        if configuration.acceptsXcode, configuration.upstream == .apple {
+            throw ConfigurationRefusal("--accept-xcode is for development: it refuses to run with --upstream apple")
+        }
     }
 }
 
 extension UpstreamOptions {
+    /// The certificate in `path`, PEM or DER (Xcode saves `.cer` files as DER); a usage error otherwise.
+    static func certificate(_ path: String, flag: String) throws -> Certificate {
+        guard let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 else { throw ValidationError("\(flag) \(path) cannot be read") }
+        if let pem = try? Certificate(pem: String(decoding: data, as: UTF8.self)) { return pem }
+        do {
+            return try Certificate(der: Array(data))
+        } catch {
+            throw ValidationError("\(flag) \(path) is not a PEM or DER certificate: \(error)")
+        }
+    }
+
     /// The certificate in the PEM file `path` (`--trust-root`); a usage error when unreadable.
     static func trustRoot(_ path: String) throws -> Certificate {
         guard let pem = FileManager.default.contents(atPath: path), pem.count <= 1 << 20 else {

@@ -15,6 +15,12 @@ struct RefulfilCommand: AsyncParsableCommand {
             only `stockroom reinstate` (an operator's revocation) or Apple's REFUND_REVERSED (a
             refund) lifts it. The server sees the new states at once. Exit status 1 when any
             proof stayed unavailable.
+
+            --history TRANSACTION_ID restores without a receipt: it reads the customer's whole
+            transaction history from the App Store Server API (page by page), verifies each
+            signed transaction, and records an entitlement for every purchase in the catalogue
+            that is not revoked; no app account is checked. Exit status 1 when the App Store
+            could not be asked.
             """)
 
     @OptionGroup var options: ServerOptions
@@ -28,6 +34,9 @@ struct RefulfilCommand: AsyncParsableCommand {
     @Flag(help: "Every rejected transaction.")
     var failed = false
 
+    @Option(help: "Restore every purchase in the App Store's transaction history of this transaction.")
+    var history: String?
+
     @Flag(help: "Ask the App Store, but change nothing.")
     var dryRun = false
 
@@ -35,13 +44,15 @@ struct RefulfilCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        let chosen = [transactionId != nil, pending, failed].filter { $0 }.count
-        guard chosen == 1 else { throw ValidationError("give one transaction ID, --pending, or --failed") }
+        let chosen = [transactionId != nil, pending, failed, history != nil].filter { $0 }.count
+        guard chosen == 1 else { throw ValidationError("give one transaction ID, --pending, --failed, or --history") }
+        if history != nil, dryRun { throw ValidationError("--history has no --dry-run") }
     }
 
     func run() async throws {
         let context = try OperatorContext(options: options)
         let entitlements = try await context.entitlements()
+        if let history { return try await restoreHistory(history, context: context, entitlements: entitlements) }
         var outcomes: [Reverification] = []
         if pending {
             let progress = ProgressBar(enabled: !json)

@@ -20,7 +20,7 @@ import Testing
             #expect(paths == [
                 "/healthz", "/metrics", "/openapi.json", "/v1/catalog", "/v1/catalog/{productId}", "/v1/downloads",
                 "/v1/downloads/{transactionId}", "/v1/downloads/{transactionId}/content", "/v1/downloads/{transactionId}/ack",
-                "/v1/notifications/appstore", "/v1/admin/fulfilments", "/v1/admin/fulfilments/{transactionId}",
+                "/v1/notifications/appstore", "/v1/restores", "/v1/admin/fulfilments", "/v1/admin/fulfilments/{transactionId}",
                 "/v1/admin/fulfilments/{transactionId}/refulfil", "/v1/admin/fulfilments/{transactionId}/revoke",
                 "/v1/admin/fulfilments/{transactionId}/reinstate", "/v1/admin/pending-proofs", "/v1/admin/pending-proofs/refulfil",
                 "/console", "/console/login", "/console/logout", "/console/fulfilments", "/console/fulfilments/{transactionId}",

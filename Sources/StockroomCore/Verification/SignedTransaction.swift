@@ -81,6 +81,8 @@ public struct SignedTransactionVerifier: Sendable {
     public let bundleID: String
     /// The environment transactions must come from; nil accepts Production and Sandbox.
     public let environment: StoreEnvironment?
+    /// With `--accept-xcode`: verifies JWS of Xcode's shape (one self-signed certificate) locally.
+    public var xcode: XcodeTransactionVerifier?
 
     public init(root: Certificate, otherRoots: [Certificate] = [], bundleID: String, environment: StoreEnvironment?) {
         self.jws = JWSVerifier(root: root, otherRoots: otherRoots)
@@ -91,6 +93,7 @@ public struct SignedTransactionVerifier: Sendable {
     /// The transaction a JWS carries once its signature, chain, bundle and environment check
     /// out; a payload whose numbers do not fit is `.malformed`, never a trap.
     public func verify(_ signedTransaction: String) -> Result<SignedTransaction, JWSFailure> {
+        if let xcode, XcodeTransactionVerifier.isXcodeShaped(signedTransaction) { return xcode.verify(signedTransaction, bundleID: bundleID) }
         let payload: [UInt8]
         switch jws.verify(signedTransaction) {
         case .success(let bytes): payload = bytes

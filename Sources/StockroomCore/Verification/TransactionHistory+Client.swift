@@ -1,0 +1,112 @@
+import Foundation
+
+/// Get Transaction History v2 on the App Store Server API client:
+/// `GET /inApps/v2/history/{transactionId}?revision=…`, production first and the sandbox on
+/// 4040010, 429 with `Retry-After` and 5xx retried within the client's `RetryPolicy`.
+///
+/// See https://developer.apple.com/documentation/appstoreserverapi/get-transaction-history
+/// and https://developer.apple.com/documentation/appstoreserverapi/revision
+extension AppStoreServerAPIClient {
+    /// The most pages a caller follows by default: an answer that says `hasMore` forever ends here.
+    public static let historyPageBound = 25
+
+    /// One page of the customer's history. With `environment` nil, production is asked first and
+    /// the sandbox on 4040010; later pages pass the first page's environment and `revision`.
+    public func transactionHistory(
+        _ transactionID: String, revision: String?, environment: StoreEnvironment? = nil
+    ) async -> Result<TransactionHistoryPage, TransactionHistoryFailure> {
+        guard Self.isTransactionID(transactionID) else { return .failure(.notFound) }
+        var query = "?sort=ASCENDING"
+        if let revision {
+            guard (1...1024).contains(revision.utf8.count),
+                let encoded = revision.addingPercentEncoding(withAllowedCharacters: Self.revisionCharacters)
+            else { return .failure(.unavailable(reason: "the App Store sent an unusable revision", retryAfter: policy.retryAfter)) }
+            query += "&revision=\(encoded)"
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + policy.totalBudget
+        var current = environment ?? .production
+        var attempts = 0
+        var lastFailure = "no attempt made"
+        while clock.now < deadline {
+            attempts += 1
+            let base = current == .production ? endpoints.production : endpoints.sandbox
+            var wait = policy.backoff(beforeRetry: attempts)
+            do {
+                let response = try await transport.send(
+                    UpstreamRequest(
+                        method: .get, url: "\(base)/inApps/v2/history/\(transactionID)\(query)",
+                        headers: [("Authorization", "Bearer \(try bearerToken())")], timeout: deadline - clock.now, endpoint: "history"))
+                let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+                switch response.status {
+                case 200:
+                    guard let object, let page = Self.page(object, environment: current) else {
+                        return .failure(.unavailable(reason: "the transaction history is not in Apple's shape", retryAfter: policy.retryAfter))
+                    }
+                    return .success(page)
+                case 404 where (object?["errorCode"] as? Int) == 4040010:
+                    guard environment == nil, current == .production else { return .failure(.notFound) }
+                    current = .sandbox
+                    attempts -= 1
+                    lastFailure = "production does not know it (4040010); the sandbox was not reached in time"
+                    continue
+                case 404:
+                    return .failure(.notFound)
+                case 429:
+                    lastFailure = "rate limited (429)"
+                    if let asked = RetryPolicy.wait(retryAfter: response.headers["retry-after"]) { wait = asked }
+                case 500...599:
+                    lastFailure = "HTTP \(response.status)"
+                default:
+                    return .failure(.unavailable(reason: "HTTP \(response.status) from the App Store Server API", retryAfter: policy.retryAfter))
+                }
+            } catch let error as UpstreamError {
+                lastFailure = "\(error)"
+            } catch {
+                return .failure(.unavailable(reason: "the API token could not be signed: \(error)", retryAfter: policy.retryAfter))
+            }
+            guard attempts < policy.maximumAttempts, clock.now + wait < deadline else { break }
+            try? await Task.sleep(for: wait)
+        }
+        return .failure(
+            .unavailable(reason: "the transaction history did not answer usably after \(attempts) attempt(s): \(lastFailure)", retryAfter: policy.retryAfter))
+    }
+
+    /// Every page of the customer's history, at most `maximumPages` of them: more is a failure,
+    /// never a partial answer, so a caller decides only on a whole history. `progress` hears
+    /// each page's number and the transactions read so far.
+    public func fullTransactionHistory(
+        _ transactionID: String, maximumPages: Int = historyPageBound, progress: (Int, Int) -> Void = { _, _ in }
+    ) async -> Result<TransactionHistory, TransactionHistoryFailure> {
+        var signed: [String] = []
+        var revision: String?
+        var environment: StoreEnvironment?
+        for page in 1...max(1, maximumPages) {
+            switch await transactionHistory(transactionID, revision: revision, environment: environment) {
+            case .failure(let failure): return .failure(failure)
+            case .success(let answer):
+                signed += answer.signedTransactions
+                environment = answer.environment
+                progress(page, signed.count)
+                guard answer.hasMore else { return .success(TransactionHistory(signedTransactions: signed, environment: answer.environment, pages: page)) }
+                guard let next = answer.revision, next != revision else {
+                    return .failure(.unavailable(reason: "the history says it has more but gives no new revision", retryAfter: policy.retryAfter))
+                }
+                revision = next
+            }
+        }
+        return .failure(.unavailable(reason: "the history has more than \(maximumPages) pages; not followed further", retryAfter: policy.retryAfter))
+    }
+
+    /// RFC 3986 unreserved characters: everything else in a revision is percent-encoded.
+    private static let revisionCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    /// A `HistoryResponse` read within bounds; nil when it is not one.
+    private static func page(_ object: [String: Any], environment: StoreEnvironment) -> TransactionHistoryPage? {
+        guard let signed = object["signedTransactions"] as? [String], signed.count <= TransactionHistoryPage.largestPage else { return nil }
+        let hasMore = (object["hasMore"] as? Bool) ?? false
+        return TransactionHistoryPage(
+            signedTransactions: signed, hasMore: hasMore, revision: object["revision"] as? String, bundleID: object["bundleId"] as? String,
+            environment: environment)
+    }
+}
