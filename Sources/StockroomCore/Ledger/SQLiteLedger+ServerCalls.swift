@@ -35,7 +35,13 @@ extension SQLiteLedger {
     }
 
     public func leaseServerCalls(limit: Int, until: Date, now: Date) async throws -> [ServerCall] {
-        try await database.writer.write { db in
+        // A read first: the sender asks every few seconds, and an idle queue takes no write lock from downloads.
+        let due = try await database.writer.read { db in
+            try Bool.fetchOne(
+                db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM server_calls WHERE status = 'queued' AND due_at <= ?)"), arguments: [now]) ?? false
+        }
+        guard due else { return [] }
+        return try await database.writer.write { db in
             try ServerCall.fetchAll(
                 db,
                 sql: """
