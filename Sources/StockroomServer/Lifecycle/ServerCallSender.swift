@@ -62,9 +62,17 @@ public struct ServerCallSender: Service, CustomStringConvertible {
         let calls = try await ledger.leaseServerCalls(limit: 16, until: now.addingTimeInterval(Self.lease), now: now)
         for call in calls {
             guard let id = call.id else { continue }
-            let (result, body) = await send(call)
-            let settled = settle(call, result, body: body)
-            try await ledger.completeServerCall(id, settled, now: Date())
+            // Shutting down: the rest are given back now, not held until their lease runs out.
+            let settled: ServerCallResult
+            if Task.isCancelled {
+                settled = .retry(error: "not sent: the server was stopping", retryAt: Date())
+            } else {
+                let (result, body) = await send(call)
+                settled = settle(call, result, body: body)
+            }
+            // Recorded even while the server stops (GRDB refuses a cancelled task's write).
+            let ledger = ledger
+            try await Task { try await ledger.completeServerCall(id, settled, now: Date()) }.value
             StockroomMetrics.serverCall(kind: call.kind, result: settled)
             log(call, settled)
         }
