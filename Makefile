@@ -29,7 +29,7 @@ test: deps
 	.ci/contract spec
 	rm -f .build/contract-exchanges.jsonl
 	$(SWIFT) build --product stockroom
-	STOCKROOM_CONTRACT_LOG=$(CURDIR)/.build/contract-exchanges.jsonl .ci/postgres run $(SWIFT) test
+	STOCKROOM_CONTRACT_LOG=$(CURDIR)/.build/contract-exchanges.jsonl SWIFT=$(SWIFT) .ci/postgres run .ci/swift-test
 	.ci/contract responses .build/contract-exchanges.jsonl
 	.ci/contract fuzz .build/debug/stockroom
 	.ci/console-browser test .build/debug/stockroom
