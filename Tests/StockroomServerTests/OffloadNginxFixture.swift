@@ -35,7 +35,6 @@ struct OffloadNginxFixture: Sendable {
         _ body: @Sendable @escaping (OffloadNginxFixture) async throws -> Value
     ) async throws -> Value {
         let reportPort = try FreePort.make(SOCK_DGRAM)
-        let nginxPort = try FreePort.make(SOCK_STREAM)
         let content = ContentFolderBox()
         let offload = try #require(try ContentOffload.parse(mode: "x-accel-redirect", prefix: prefix, report: "127.0.0.1:\(reportPort)"))
         return try await DownloadFixture.run({ configuration in
@@ -47,18 +46,33 @@ struct OffloadNginxFixture: Sendable {
         }) { server in
             let folder = content.folder.withLock { $0 }
             let stockroomPort = try #require(server.client.port)
-            let site = try NginxSite(
-                listen: "127.0.0.1:\(nginxPort)", stockroom: "http://127.0.0.1:\(stockroomPort)", contentFolder: folder,
-                offloadPrefix: prefix, report: offload.report)
-            let nginx = try NginxProcess(site: site, port: nginxPort)
+            // A free port can be taken by another test before nginx binds it: then another port.
+            var nginx: NginxProcess?
+            for _ in 0..<5 where nginx == nil {
+                let port = try FreePort.make(SOCK_STREAM)
+                let site = try NginxSite(
+                    listen: "127.0.0.1:\(port)", stockroom: "http://127.0.0.1:\(stockroomPort)", contentFolder: folder,
+                    offloadPrefix: prefix, report: offload.report)
+                let started = try NginxProcess(site: site, port: port)
+                do {
+                    try await started.waitUntilServing()
+                    nginx = started
+                } catch NginxProcessError.portTaken {
+                    await started.stop()
+                } catch {
+                    Issue.record("nginx's error log:\n\(started.errorLog())")
+                    await started.stop()
+                    throw error
+                }
+            }
+            guard let nginx else { throw NginxProcessError.portTaken }
             do {
-                try await nginx.waitUntilServing()
-                let value = try await body(OffloadNginxFixture(server: server, port: nginxPort, contentFolder: folder))
-                nginx.stop()
+                let value = try await body(OffloadNginxFixture(server: server, port: nginx.port, contentFolder: folder))
+                await nginx.stop()
                 return value
             } catch {
                 Issue.record("nginx's error log:\n\(nginx.errorLog())")
-                nginx.stop()
+                await nginx.stop()
                 throw error
             }
         }
