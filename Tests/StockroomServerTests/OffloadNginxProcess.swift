@@ -57,7 +57,7 @@ final class NginxProcess: @unchecked Sendable {
         process.arguments = ["-p", folder.path, "-c", folder.path + "/nginx.conf", "-e", folder.path + "/error.log"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ChildProcess.launch(process)
         self.folder = folder
         self.process = process
         self.port = port

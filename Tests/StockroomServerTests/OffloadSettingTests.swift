@@ -100,7 +100,7 @@ import Testing
         ]
         openssl.standardOutput = FileHandle.nullDevice
         openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
+        try ChildProcess.launch(openssl)
         openssl.waitUntilExit()
         try #require(openssl.terminationStatus == 0)
         let executable = try #require(NginxProcess.executable, "nginx is not installed: .ci/install-deps installs nginx-light")
@@ -121,7 +121,7 @@ import Testing
             let output = Pipe()
             test.standardOutput = output
             test.standardError = output
-            try test.run()
+            try ChildProcess.launch(test)
             let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             test.waitUntilExit()
             #expect(test.terminationStatus == 0, "nginx -t: \(said)")

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 import StockroomCore
+import StockroomTestSupport
 
 /// A `stockroom serve` process a test started, spoken to over loopback, stopped by the test.
 final class StockroomProcess: @unchecked Sendable {
@@ -49,7 +50,7 @@ final class StockroomProcess: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: log)
         process.standardError = FileHandle(forWritingAtPath: log)
-        try process.run()
+        try ChildProcess.launch(process)
         return StockroomProcess(process: process, log: log, port: port)
     }
 
@@ -85,7 +86,7 @@ final class StockroomProcess: @unchecked Sendable {
         let finished = AsyncStream<Int32> { continuation in
             process.terminationHandler = { continuation.yield($0.terminationStatus); continuation.finish() }
         }
-        try process.run()
+        try ChildProcess.launch(process)
         var status: Int32 = -1
         for await code in finished { status = code }
         let stdout = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
