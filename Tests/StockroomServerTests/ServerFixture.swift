@@ -33,6 +33,10 @@ struct ServerFixture {
         configuration.contentFolder = root.path + "/content"
         configuration.databasePath = root.path + "/stockroom.sqlite"
         configuration.catalogPollInterval = .milliseconds(50)
+        // HummingbirdTesting's live client connects when the test starts; a test that first
+        // buys 24 purchases from the simulator on a loaded machine would otherwise meet the
+        // 10 s header deadline ("I/O on closed channel"). LimitsConnectionTests set their own.
+        configuration.headerTimeout = .seconds(120)
         configuration.logLevel = .warning
         // Port 0 rules out the in-process simulator; tests that verify point this at a live one
         // and name its root and key (DownloadFixture), as an operator passes --trust-root.
