@@ -256,6 +256,8 @@ import Testing
         (#"[]"#, .badRequest, "bad_request"),
         (#"{}"#, .badRequest, "bad_request"),
         (#"{"productId": 5, "receiptData": "AAAA"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "receiptData": "AAAA", "consent": "yes"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "receiptData": "AAAA", "consent": 1}"#, .badRequest, "bad_request"),
         (#"{"productId": "bad..id", "receiptData": "AAAA"}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book"}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book", "receiptData": "AAAA", "signedTransaction": "a.b.c"}"#, .badRequest, "bad_request"),
