@@ -58,21 +58,21 @@ struct OffloadNginxFixture: Sendable {
                     try await started.waitUntilServing()
                     nginx = started
                 } catch NginxProcessError.portTaken {
-                    await started.stop()
+                    started.stop()
                 } catch {
                     Issue.record("nginx's error log:\n\(started.errorLog())")
-                    await started.stop()
+                    started.stop()
                     throw error
                 }
             }
             guard let nginx else { throw NginxProcessError.portTaken }
             do {
                 let value = try await body(OffloadNginxFixture(server: server, port: nginx.port, contentFolder: folder))
-                await nginx.stop()
+                nginx.stop()
                 return value
             } catch {
                 Issue.record("nginx's error log:\n\(nginx.errorLog())")
-                await nginx.stop()
+                nginx.stop()
                 throw error
             }
         }

@@ -79,11 +79,11 @@ final class NginxProcess: @unchecked Sendable {
         throw NginxProcessError.exited("nginx did not listen within 10 s\n" + errorLog())
     }
 
-    /// SIGTERM (nginx's fast shutdown), then waits (up to 10 s, without blocking a thread) for the master to exit.
-    func stop() async {
+    /// SIGTERM (nginx's fast shutdown), then waits for the master to exit, so Foundation's
+    /// `Process` is never released while its child runs.
+    func stop() {
         if process.isRunning { process.terminate() }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        process.waitUntilExit()
     }
 
     func errorLog() -> String {
