@@ -35,6 +35,7 @@ struct OffloadNginxFixture: Sendable {
         _ body: @Sendable @escaping (OffloadNginxFixture) async throws -> Value
     ) async throws -> Value {
         let reportPort = try FreePort.make(SOCK_DGRAM)
+        let nginxPort = try FreePort.make(SOCK_STREAM)
         let content = ContentFolderBox()
         let offload = try #require(try ContentOffload.parse(mode: "x-accel-redirect", prefix: prefix, report: "127.0.0.1:\(reportPort)"))
         return try await DownloadFixture.run({ configuration in
@@ -46,28 +47,13 @@ struct OffloadNginxFixture: Sendable {
         }) { server in
             let folder = content.folder.withLock { $0 }
             let stockroomPort = try #require(server.client.port)
-            // A free port can be taken by another test before nginx binds it: then another port.
-            var nginx: NginxProcess?
-            for _ in 0..<5 where nginx == nil {
-                let port = try FreePort.make(SOCK_STREAM)
-                let site = try NginxSite(
-                    listen: "127.0.0.1:\(port)", stockroom: "http://127.0.0.1:\(stockroomPort)", contentFolder: folder,
-                    offloadPrefix: prefix, report: offload.report)
-                let started = try NginxProcess(site: site, port: port)
-                do {
-                    try await started.waitUntilServing()
-                    nginx = started
-                } catch NginxProcessError.portTaken {
-                    started.stop()
-                } catch {
-                    Issue.record("nginx's error log:\n\(started.errorLog())")
-                    started.stop()
-                    throw error
-                }
-            }
-            guard let nginx else { throw NginxProcessError.portTaken }
+            let site = try NginxSite(
+                listen: "127.0.0.1:\(nginxPort)", stockroom: "http://127.0.0.1:\(stockroomPort)", contentFolder: folder,
+                offloadPrefix: prefix, report: offload.report)
+            let nginx = try NginxProcess(site: site, port: nginxPort)
             do {
-                let value = try await body(OffloadNginxFixture(server: server, port: nginx.port, contentFolder: folder))
+                try await nginx.waitUntilServing()
+                let value = try await body(OffloadNginxFixture(server: server, port: nginxPort, contentFolder: folder))
                 nginx.stop()
                 return value
             } catch {
