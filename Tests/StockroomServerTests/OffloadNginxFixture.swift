@@ -106,22 +106,30 @@ private final class ContentFolderBox: Sendable {
 }
 
 /// A loopback port free a moment ago: bound to port 0, read back, released.
+/// A port nothing listens on, for nginx and its report socket.
+///
+/// Chosen below Linux's ephemeral range (32768–60999): a port from that range can be handed to
+/// another test's outgoing connection between our asking and nginx's `bind()`.
 enum FreePort {
     static func make(_ kind: __socket_type) throws -> Int {
+        for _ in 0..<200 {
+            let port = Int.random(in: 20_000..<32_000)
+            if try isFree(port, kind) { return port }
+        }
+        throw POSIXError(.EADDRINUSE)
+    }
+
+    private static func isFree(_ port: Int, _ kind: __socket_type) throws -> Bool {
         let descriptor = socket(AF_INET, Int32(kind.rawValue), 0)
         guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
         defer { close(descriptor) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-            }
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in bind(descriptor, pointer, length) == 0 }
         }
-        guard bound else { throw POSIXError(.EADDRINUSE) }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
