@@ -85,7 +85,9 @@ public struct ServerCallSender: Service, CustomStringConvertible {
             return (await client.finishTransaction(call.transactionID, environment: call.environment), nil)
         case .consumption:
             let row = try? await ledger.fulfilment(call.transactionID)
-            let pending = (try? await ledger.pendingProofs(status: .pending, limit: 10_000))?.contains { $0.transactionID == call.transactionID } ?? false
+            // One indexed query for this transaction's kept proofs (both ledgers answer it).
+            let kept = try? await (ledger as? any LedgerInsights)?.pendingProofs(of: call.transactionID, limit: PendingProof.perTransaction)
+            let pending = kept?.contains { $0.status == .pending } ?? false
             let answer = ConsumptionAnswer.build(
                 row: row, pendingProof: pending, product: row.flatMap { catalog.catalog.product(id: $0.productID) }, refundPreference: refundPreference)
             guard answer.customerConsented else { return (.refused(status: 0, errorCode: nil, reason: "no customer consent on record"), nil) }
