@@ -8,9 +8,12 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Stockroom",
-    platforms: [.macOS(.v15)],
+    // macOS 15 for the server's dependencies; iOS 15 for apps that add StockroomKit alone.
+    platforms: [.macOS(.v15), .iOS(.v15)],
     products: [
         .executable(name: "stockroom", targets: ["stockroom"]),
+        // The app's side of the flow: Foundation only, no dependency of the server's.
+        .library(name: "StockroomKit", targets: ["StockroomKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -123,10 +126,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The app's side: catalogue, delivery with a journal, outcomes, StoreKit glue. Foundation only.
+        .target(name: "StockroomKit", swiftSettings: swiftSettings),
         // The one executable.
         .executableTarget(
             name: "stockroom",
             dependencies: [
+                "StockroomKit",
                 "StockroomCore",
                 "StockroomHTTP",
                 "StockroomEntitlement",
@@ -239,6 +245,20 @@ let package = Package(
                 "StockroomServer",
                 "StockroomPostgres",
                 "StockroomPostgresTestSupport",
+                "StockroomCore",
+                "AppStoreSimulator",
+                "StockroomTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // StockroomKit against the live server and simulator over loopback.
+        .testTarget(
+            name: "StockroomKitTests",
+            dependencies: [
+                "StockroomKit",
+                "StockroomServer",
                 "StockroomCore",
                 "AppStoreSimulator",
                 "StockroomTestSupport",

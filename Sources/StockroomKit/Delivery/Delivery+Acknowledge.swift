@@ -1,0 +1,97 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension Delivery {
+    /// `POST /v1/downloads/{tx}/ack` for a file in place, then the report. The server records a
+    /// delivery just after the body went out, so a quick ack can meet 409 `not_delivered`: it is
+    /// asked again a few times, and once the last byte is fetched again (a resume that reaches
+    /// the end counts as a delivery).
+    func acknowledge(_ entry: inout JournalEntry) async -> DeliveryOutcome {
+        var notDelivered = 0
+        var transportFailures = 0
+        var regrants = 0
+        while true {
+            if Task.isCancelled { return settle(&entry, Self.cancelled) }
+            guard let token = entry.token else {
+                regrants += 1
+                if regrants > 2 { return settle(&entry, .retryLater(after: .seconds(30), OutcomeReason(code: "token", message: "No download token to acknowledge with."))) }
+                switch await grantTokenOnly(&entry) {
+                case .again: continue
+                case .settled(let outcome): return settle(&entry, outcome)
+                default: continue
+                }
+            }
+            let path = "/v1/downloads/\(entry.transactionID)/ack"
+            var request = URLRequest(url: url(path))
+            request.httpMethod = "POST"
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            let result = await transport.collect(request, limit: 64 << 10)
+            emitResponse(entry.transactionID, "POST", path, rangeStart: nil, result)
+            guard let status = result.response?.statusCode else {
+                transportFailures += 1
+                if transportFailures > configuration.maximumInterruptions {
+                    return settle(&entry, .retryLater(after: Backoff.delay(afterFailures: entry.failures + 1), OutcomeReason(code: "network", message: "The acknowledgement could not be sent.")))
+                }
+                try? await Task.sleep(for: .milliseconds(100 << transportFailures))
+                continue
+            }
+            let code = ServerAnswer.error(in: result.body)?.code
+            if status == 200 {
+                entry.stage = .acknowledged
+                entry.failures = 0
+                entry.notBefore = nil
+                do { try save(entry) } catch { return storageFailure(error) }
+                emit(.acknowledged(transactionID: entry.transactionID))
+                return reportSafeToFinish(&entry)
+            }
+            if status == 409, code == "not_delivered" {
+                notDelivered += 1
+                if notDelivered == 10 { await fetchLastByte(entry) }
+                if notDelivered > 20 {
+                    return settle(&entry, .retryLater(after: Backoff.delay(afterFailures: entry.failures + 1), OutcomeReason(code: "not_delivered", message: "The server has not recorded the delivery yet.", status: 409)))
+                }
+                try? await Task.sleep(for: .milliseconds(50 * notDelivered))
+                continue
+            }
+            if Self.tokenCodes.contains(code ?? "") {
+                entry.token = nil
+                continue
+            }
+            return settle(&entry, answer(result, entry))
+        }
+    }
+
+    /// A new token without the body: `POST /v1/downloads` stopped after its head (or a restore).
+    private func grantTokenOnly(_ entry: inout JournalEntry) async -> Step {
+        switch entry.renewal {
+        case .restore(let signedTransaction):
+            return await regrantByRestore(&entry, signedTransaction: signedTransaction)
+        case .download(let proof):
+            var request = URLRequest(url: url("/v1/downloads"))
+            request.httpMethod = "POST"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = DownloadBody(entry: entry, proof: proof).json
+            let result = await transport.send(request) { response in response.statusCode == 200 ? .stop : .memory(limit: 64 << 10) }
+            emitResponse(entry.transactionID, "POST", "/v1/downloads", rangeStart: nil, result)
+            guard let response = result.response else { return .interrupted(progressed: false) }
+            guard response.statusCode == 200, let token = response.value(forHTTPHeaderField: "X-Download-Token") else {
+                return .settled(answer(result, entry))
+            }
+            entry.token = token
+            do { try save(entry) } catch { return .settled(storageFailure(error)) }
+            return .again
+        }
+    }
+
+    /// Fetches the file's last byte again, so the server sees a transfer that reached the end.
+    private func fetchLastByte(_ entry: JournalEntry) async {
+        guard let token = entry.token, let location = entry.location, let size = entry.expectedSize, size > 0 else { return }
+        var request = URLRequest(url: url(location))
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.setValue("bytes=\(size - 1)-", forHTTPHeaderField: "Range")
+        let result = await transport.collect(request, limit: 1 << 20)
+        emitResponse(entry.transactionID, "GET", location, rangeStart: size - 1, result)
+    }
+}

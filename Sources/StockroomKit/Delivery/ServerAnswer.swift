@@ -1,0 +1,78 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Maps a refusal from Stockroom to the outcome the app acts on: the table in the README.
+///
+/// Pure, so that every row is tested on its own; `Delivery` handles the token answers
+/// (`token_expired`, `token_invalid`, …) itself before it gets here.
+enum ServerAnswer {
+    /// Codes that say the receipt is stale (it predates the purchase) or unreadable: a refreshed
+    /// receipt may carry the purchase.
+    static let staleReceiptCodes: Set<String> = [
+        "receipt_malformed", "transaction_not_in_receipt", "product_not_in_receipt", "receipt_empty",
+    ]
+
+    /// The outcome of an error answer `status` with `code`.
+    ///
+    /// - Parameters:
+    ///   - retryAfter: the `Retry-After` header, when one came.
+    ///   - failures: how many retryable failures came before, for the backoff.
+    ///   - proofIsReceipt: only a receipt can be refreshed.
+    ///   - receiptRefreshed: a receipt was refreshed already for this transaction: no second time.
+    static func outcome(
+        status: Int, code: String?, message: String?, retryAfter: Duration?, failures: Int, proofIsReceipt: Bool, receiptRefreshed: Bool
+    ) -> DeliveryOutcome {
+        let code = code ?? Self.fallbackCode(status)
+        let reason = OutcomeReason(code: code, message: message ?? HTTPURLResponse.localizedString(forStatusCode: status), status: status)
+        if code == "revoked" { return .revoked(reason) }
+        if status == 429 || status == 408 || (500...599).contains(status) {
+            return .retryLater(after: retryAfter ?? Backoff.delay(afterFailures: failures + 1), reason)
+        }
+        if staleReceiptCodes.contains(code), proofIsReceipt, !receiptRefreshed { return .refreshReceipt(reason) }
+        return .refused(reason)
+    }
+
+    /// A code for an answer without Stockroom's JSON error (a proxy's page, say).
+    static func fallbackCode(_ status: Int) -> String {
+        switch status {
+        case 429: "rate_limited"
+        case 500...599: "server_error"
+        default: "http_\(status)"
+        }
+    }
+
+    /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3), never less than a second.
+    static func retryAfter(_ field: String?, now: Date) -> Duration? {
+        guard let field = field?.trimmingCharacters(in: .whitespaces), !field.isEmpty else { return nil }
+        if let seconds = Int(field) { return .seconds(max(1, seconds)) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: field) else { return nil }
+        return .seconds(max(1, Int(date.timeIntervalSince(now).rounded(.up))))
+    }
+
+    /// The `{"error": {"code", "message"}}` body of a refusal, if it is one.
+    static func error(in body: Data) -> (code: String, message: String)? {
+        struct Envelope: Decodable {
+            struct Detail: Decodable {
+                var code: String
+                var message: String?
+            }
+            var error: Detail
+        }
+        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: body) else { return nil }
+        return (envelope.error.code, envelope.error.message ?? envelope.error.code)
+    }
+}
+
+/// The wait before the next try after a retryable failure with no `Retry-After`: 2 s doubling to an hour.
+enum Backoff {
+    static func delay(afterFailures failures: Int) -> Duration {
+        let exponent = min(max(failures - 1, 0), 11)
+        return .seconds(min(3600, 2 * (1 << exponent)))
+    }
+}

@@ -1,0 +1,103 @@
+#if canImport(StoreKit)
+import Foundation
+import StoreKit
+
+/// The original API's transactions as a `TransactionSource`: an `SKPaymentTransactionObserver`
+/// added once at launch (`start()`) and never removed.
+///
+/// Translation only: each state goes to `TransactionQueue`, which finishes `.failed` at once,
+/// does nothing on `.purchasing` and `.deferred`, and delivers `.purchased` and `.restored` with
+/// the app receipt (or, without one, the transaction's own iOS 6 receipt) before finishing them.
+/// Not compiled on Linux (no StoreKit there): keep it this small.
+public final class PaymentQueueSource: NSObject, SKPaymentTransactionObserver, TransactionSource, @unchecked Sendable {
+    private let queue: SKPaymentQueue
+    private let stream: AsyncStream<StoreTransaction>
+    private let continuation: AsyncStream<StoreTransaction>.Continuation
+
+    public init(queue: SKPaymentQueue = .default()) {
+        self.queue = queue
+        (stream, continuation) = AsyncStream<StoreTransaction>.makeStream()
+        super.init()
+    }
+
+    /// Adds the observer: call once, at launch, before anything else touches the queue.
+    public func start() {
+        queue.add(self)
+    }
+
+    public func transactions() -> AsyncStream<StoreTransaction> { stream }
+
+    public func refreshedReceipt() async -> Data? {
+        await ReceiptRefresh().run()
+        return Self.appReceipt()
+    }
+
+    public func paymentQueue(_ queue: SKPaymentQueue, updatedTransactions transactions: [SKPaymentTransaction]) {
+        for transaction in transactions { continuation.yield(translate(transaction)) }
+    }
+
+    private func translate(_ transaction: SKPaymentTransaction) -> StoreTransaction {
+        let id = transaction.transactionIdentifier ?? ""
+        let productID = transaction.payment.productIdentifier
+        let handle = TransactionHandle(transaction)
+        let finish: @Sendable () async -> Void = { [queue] in queue.finishTransaction(handle.transaction) }
+        let state: StoreTransaction.State
+        switch transaction.transactionState {
+        case .purchasing: state = .purchasing
+        case .deferred: state = .deferred
+        case .failed: state = .failed(reason: transaction.error?.localizedDescription ?? "failed")
+        case .purchased, .restored:
+            let purchase = Purchase(
+                productID: productID, transactionID: id, originalTransactionID: transaction.original?.transactionIdentifier ?? id,
+                proof: Self.proof(for: transaction))
+            state = transaction.transactionState == .restored ? .restored(purchase) : .purchased(purchase)
+        @unknown default: state = .purchasing
+        }
+        return StoreTransaction(transactionID: id, productID: productID, state: state, finish: finish)
+    }
+
+    /// The app receipt; the transaction's own receipt only where there is no app receipt (iOS 6).
+    private static func proof(for transaction: SKPaymentTransaction) -> Proof {
+        if let receipt = appReceipt() { return .appReceipt(receipt) }
+        #if os(iOS)
+        if let legacy = transaction.transactionReceipt { return .transactionReceipt(legacy) }
+        #endif
+        return .appReceipt(Data())
+    }
+
+    private static func appReceipt() -> Data? {
+        Bundle.main.appStoreReceiptURL.flatMap { try? Data(contentsOf: $0) }
+    }
+}
+
+/// Carries a transaction into the finish closure; StoreKit's queue is thread-safe.
+private final class TransactionHandle: @unchecked Sendable {
+    let transaction: SKPaymentTransaction
+    init(_ transaction: SKPaymentTransaction) { self.transaction = transaction }
+}
+
+/// One `SKReceiptRefreshRequest`, awaited.
+private final class ReceiptRefresh: NSObject, SKRequestDelegate, @unchecked Sendable {
+    private var continuation: CheckedContinuation<Void, Never>?
+    private var request: SKReceiptRefreshRequest?
+
+    func run() async {
+        await withCheckedContinuation { continuation in
+            self.continuation = continuation
+            let request = SKReceiptRefreshRequest()
+            request.delegate = self
+            self.request = request
+            request.start()
+        }
+    }
+
+    func requestDidFinish(_ request: SKRequest) { done() }
+    func request(_ request: SKRequest, didFailWithError error: any Error) { done() }
+
+    private func done() {
+        continuation?.resume()
+        continuation = nil
+        request = nil
+    }
+}
+#endif
