@@ -1,0 +1,126 @@
+import Foundation
+import StockroomKit
+import StockroomTestSupport
+import Testing
+
+/// Broken connections, a killed app, damaged bytes and an expired token, through a TCP proxy.
+@Suite struct ResumeTests {
+    static let size = Int64(KitFixture.bigBytes.count)
+
+    /// The `from N` of the first resumed request.
+    static func resumedFrom(_ events: EventLog) -> Int64? {
+        events.all.lazy.compactMap { event -> Int64? in
+            if case .response(_, "GET", _, let start?, 206) = event { return start }
+            return nil
+        }.first
+    }
+
+    @Test func aConnectionCutMidBodyResumesWith206FromItsByteCountWithoutASecondVerification() async throws {
+        try await KitFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(KitFixture.big).withReceipt()
+            fixture.proxy.inject([.cutAfter(1 << 20)])
+            let events = EventLog()
+            let delivery = try fixture.delivery(events: events)
+
+            #expect(await delivery.deliver(purchase).code == "delivered")
+            let intact = fixture.holds(KitFixture.big, KitFixture.bigBytes)
+            #expect(intact)
+            let from = try #require(Self.resumedFrom(events), "\(events.requests)")
+            #expect(from > 0 && from < Self.size)
+            #expect(events.all.contains(.interrupted(transactionID: purchase.transactionID, bytes: from)), "resumed from its byte count")
+            #expect(events.requests == ["POST 200", "GET 206 from \(from)", "ack 200"])
+            #expect(try await fixture.verifications() == 1, "no second verification upstream")
+            #expect(try await fixture.state(purchase.transactionID) == .acknowledged)
+        }
+    }
+
+    @Test func aNewClientOnTheSameJournalCompletesTheDownloadAndSafeToFinishIsReportedOnceAcrossBoth() async throws {
+        try await KitFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(KitFixture.big).withSignedTransaction()
+            let reports = Reports()
+
+            // The first run: the connection drops mid-body and the server stays out of reach.
+            fixture.proxy.inject([.cutAfterThenRefuse(1 << 20)])
+            let clock = TestClock()
+            var first: Delivery? = try fixture.delivery(now: clock.now, maximumInterruptions: 0)
+            reports.listen(first!)
+            let interrupted = await first!.deliver(purchase)
+            #expect(interrupted.transactionAction == .keepUnfinishedAndRetry, "\(interrupted)")
+            #expect(try await fixture.state(purchase.transactionID) != .acknowledged)
+            let journal = try #require(await first!.journalEntry(purchase.transactionID))
+            #expect(journal.token != nil && journal.etag != nil && journal.digest != nil && journal.expectedSize == Self.size)
+            first = nil  // the app is killed
+
+            // The relaunch: a new client on the same journal, once the backoff has passed.
+            fixture.proxy.refuse(false)
+            clock.advance(3600)
+            let events = EventLog()
+            let second = try fixture.delivery(now: clock.now, events: events)
+            reports.listen(second)
+            #expect(await second.deliver(purchase).code == "delivered")
+            let intact = fixture.holds(KitFixture.big, KitFixture.bigBytes)
+            #expect(intact)
+            let from = try #require(Self.resumedFrom(events), "\(events.requests)")
+            #expect(from > 0, "it resumed from the partial file")
+            #expect(events.requests.first == "GET 206 from \(from)")
+
+            // A third launch on the same journal reports nothing again.
+            let third = try fixture.delivery(now: clock.now)
+            reports.listen(third)
+            #expect(await third.deliver(purchase).code == "delivered")
+            #expect(await reports.ids() == [purchase.transactionID])
+        }
+    }
+
+    @Test func aByteFlippedInTransitIsDownloadedAfreshAndNeverAcknowledgedBeforeTheFileIsIntact() async throws {
+        try await KitFixture.run { fixture in
+            let purchase = try await fixture.control.purchase(KitFixture.big).withReceipt()
+            fixture.proxy.inject([.flip(at: 200_000)])
+            let events = EventLog()
+            let delivery = try fixture.delivery(events: events)
+
+            #expect(await delivery.deliver(purchase).code == "delivered")
+            let intact = fixture.holds(KitFixture.big, KitFixture.bigBytes)
+            #expect(intact)
+            let steps = events.all.compactMap { event -> String? in
+                switch event {
+                case .digestMismatch: "mismatch"
+                case .placed: "placed"
+                case .acknowledged: "acknowledged"
+                case .response(_, _, let path, _, let status): path.hasSuffix("/ack") ? "ack \(status)" : nil
+                default: nil
+                }
+            }
+            #expect(steps == ["mismatch", "placed", "ack 200", "acknowledged"], "no ack before the file is intact")
+            #expect(events.requests == ["POST 200", "GET 200", "ack 200"], "a fresh download, from the first byte")
+            #expect(try await fixture.state(purchase.transactionID) == .acknowledged)
+        }
+    }
+
+    @Test func aTokenThatExpiresBeforeTheResumeBringsANewPostWithTheStoredProof() async throws {
+        try await KitFixture.run({ $0.tokenLifetime = .seconds(1) }) { fixture in
+            let purchase = try await fixture.control.purchase(KitFixture.big).withReceipt()
+            fixture.proxy.inject([.cutAfterThenRefuse(1 << 20)])
+            let clock = TestClock()
+            let first = try fixture.delivery(now: clock.now, maximumInterruptions: 0)
+            #expect(await first.deliver(purchase).transactionAction == .keepUnfinishedAndRetry)
+            try await Task.sleep(for: .milliseconds(2100))  // the token is now expired
+
+            fixture.proxy.refuse(false)
+            clock.advance(3600)
+            let events = EventLog()
+            // The purchase as a relaunched app has it: the journal's proof is what the new POST carries.
+            let second = try fixture.delivery(now: clock.now, events: events)
+            #expect(await second.deliver(purchase).code == "delivered")
+            let intact = fixture.holds(KitFixture.big, KitFixture.bigBytes)
+            #expect(intact)
+            let requests = events.requests
+            #expect(requests.count == 4, "\(requests)")
+            #expect(requests.first?.hasPrefix("GET 401 from ") == true, "the old token is refused")
+            #expect(requests.dropFirst().first == "POST 200", "a new POST with the stored proof")
+            #expect(requests.dropFirst(2).first?.hasPrefix("GET 206 from ") == true, "then the resume with the new token")
+            #expect(requests.last == "ack 200")
+            #expect(try await fixture.state(purchase.transactionID) == .acknowledged)
+        }
+    }
+}
