@@ -19,7 +19,7 @@ struct Stockroom: AsyncParsableCommand {
         subcommands: [
             Serve.self, SimulatorCommand.self, FulfilmentsCommand.self, RefulfilCommand.self, RevokeCommand.self, ReinstateCommand.self,
             CatalogCommand.self, ReceiptCommand.self, TransactionCommand.self, DoctorCommand.self, DeployCommand.self, LedgerCommand.self,
-            NotificationsCommand.self,
+            NotificationsCommand.self, ClientCommand.self,
         ]
     )
 }

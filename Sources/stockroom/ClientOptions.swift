@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import StockroomKit
+
+/// What the `client` subcommands share: reading proofs, the delivery's setup, printing outcomes.
+enum ClientOptions {
+    static func server(_ flag: String?) throws -> URL {
+        guard let text = flag ?? ProcessInfo.processInfo.environment["STOCKROOM_SERVER"], let url = URL(string: text), url.scheme != nil else {
+            throw ValidationError("--server must be a URL such as http://127.0.0.1:8080 (or set STOCKROOM_SERVER).")
+        }
+        return url
+    }
+
+    static func delivery(server: URL, into: String, journal: String) -> Delivery.Configuration {
+        Delivery.Configuration(server: server, journalFolder: URL(fileURLWithPath: journal), folder: URL(fileURLWithPath: into))
+    }
+
+    /// A file's text, trimmed.
+    static func text(_ path: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("Cannot read \(path).") }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A receipt file's bytes: base64 text is decoded, anything else taken as it is.
+    static func bytes(_ path: String) throws -> Data {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("Cannot read \(path).") }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if !text.isEmpty, let decoded = Data(base64Encoded: text, options: .ignoreUnknownCharacters), text.allSatisfy({ $0.isLetter || $0.isNumber || "+/=\n\r".contains($0) }) {
+            return decoded
+        }
+        return data
+    }
+
+    /// The string fields of a JWS's payload (not verified: the server verifies).
+    static func payload(_ jws: String) -> [String: String] {
+        let parts = jws.split(separator: ".")
+        guard parts.count == 3 else { return [:] }
+        var text = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while text.count % 4 != 0 { text += "=" }
+        guard let data = Data(base64Encoded: text), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
+        return object.compactMapValues { value in value as? String ?? (value as? NSNumber).map { "\($0)" } }
+    }
+
+    /// Progress on standard error, a line per 5% (or per 8 MiB when the size is unknown).
+    static func showProgress(_ delivery: Delivery, _ transactionID: String) -> Task<Void, Never> {
+        let stream = delivery.progress(of: transactionID)
+        return Task {
+            var last: Int64 = -1
+            for await step in stream {
+                let mark = step.fraction.map { Int64($0 * 20) } ?? step.bytes >> 23
+                guard mark != last else { continue }
+                last = mark
+                let total = step.total.map { " of \($0)" } ?? ""
+                let percent = step.fraction.map { String(format: " (%.0f%%)", $0 * 100) } ?? ""
+                note("\(transactionID): \(step.bytes) bytes\(total)\(percent)")
+            }
+        }
+    }
+
+    static func note(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// 0 delivered; 2 retry later; 3 refresh the receipt; 1 finish with no content, or the app's decision.
+    static func status(_ outcome: DeliveryOutcome) -> Int32 {
+        switch outcome.transactionAction {
+        case .finish: if case .delivered = outcome { 0 } else { 1 }
+        case .keepUnfinishedAndRetry: 2
+        case .refreshReceiptAndRetryOnce: 3
+        case .appDecides: 1
+        }
+    }
+
+    static func print(_ outcome: DeliveryOutcome, productID: String?, transactionID: String?, json: Bool, downloaded: Bool? = nil) {
+        var fields: [String: Any] = ["outcome": outcome.code, "action": outcome.transactionAction.rawValue]
+        if let productID { fields["productId"] = productID }
+        if let transactionID { fields["transactionId"] = transactionID }
+        if let downloaded { fields["downloaded"] = downloaded }
+        var line = "\(outcome.code)"
+        if let transactionID { line += " \(transactionID)" }
+        switch outcome {
+        case .delivered(let file):
+            fields["file"] = file.path
+            fields["safeToFinish"] = true
+            line += ": \(file.path), checked and acknowledged: safe to finish" + (downloaded == false ? " (already on disk)" : "")
+        case .retryLater(let after, let reason):
+            fields["retryAfter"] = after.components.seconds
+            fields["message"] = reason.message
+            if let status = reason.status { fields["status"] = status }
+            line += ": keep unfinished, retry in \(after.components.seconds) s: \(reason.message)"
+        case .revoked(let reason), .refreshReceipt(let reason), .refused(let reason):
+            fields["message"] = reason.message
+            if let status = reason.status { fields["status"] = status }
+            line += ": \(outcome.transactionAction.rawValue.replacingOccurrences(of: "_", with: " ")): \(reason.message)"
+        }
+        if json, let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes]) {
+            Swift.print(String(decoding: data, as: UTF8.self))
+        } else {
+            Swift.print(line)
+        }
+    }
+}
