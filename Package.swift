@@ -280,3 +280,13 @@ let package = Package(
         ),
     ]
 )
+
+// An app that adds only StockroomKit, with `traits: []`, fetches and builds none of the server's
+// dependencies: each one is needed by the `Server` trait, on by default (README, "StockroomKit").
+package.traits = [.default(enabledTraits: ["Server"]), .trait(name: "Server", description: "The server, the simulator and their tools.")]
+for target in package.targets {
+    target.dependencies = target.dependencies.map { dependency in
+        guard case .productItem(let name, let package, let aliases, nil) = dependency else { return dependency }
+        return .productItem(name: name, package: package, moduleAliases: aliases, condition: .when(traits: ["Server"]))
+    }
+}
