@@ -58,7 +58,7 @@ struct KitFixture: Sendable {
             // The server's own finish calls would add to the simulator's counts.
             configuration.finishOn = nil
             configuration.verificationRetryPolicy = RetryPolicy(
-                maximumAttempts: 2, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(3))
+                maximumAttempts: 3, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(20))
             configure(&configuration)
             let configured = configuration
             return try await buildApplication(configuration: configured).test(.live) { client in

@@ -13,7 +13,8 @@ import Testing
             let events = EventLog()
             let delivery = try fixture.delivery(events: events)
 
-            guard case .success(let restored) = await delivery.restore(signedTransaction: book.signedTransaction) else { Issue.record("refused"); return }
+            let answer = await delivery.restore(signedTransaction: book.signedTransaction)
+            guard case .success(let restored) = answer else { Issue.record("\(answer)"); return }
             #expect(restored.map(\.productID) == [KitFixture.big, KitFixture.book])
             #expect(restored.map(\.transactionID) == [big.transactionId, book.transactionId])
             #expect(restored.allSatisfy { $0.downloaded && $0.outcome.code == "delivered" })
@@ -26,7 +27,8 @@ import Testing
 
             // Again, with both files intact: nothing is downloaded.
             let downloads = events.requests.filter { $0.hasPrefix("GET") }.count
-            guard case .success(let again) = await delivery.restore(signedTransaction: book.signedTransaction) else { Issue.record("refused"); return }
+            let second = await delivery.restore(signedTransaction: book.signedTransaction)
+            guard case .success(let again) = second else { Issue.record("\(second)"); return }
             #expect(again.allSatisfy { !$0.downloaded && $0.outcome.code == "delivered" })
             #expect(events.requests.filter { $0.hasPrefix("GET") }.count == downloads)
         }
@@ -40,7 +42,8 @@ import Testing
             try fixture.folder.write("files/\(KitFixture.book)", KitFixture.bookBytes)
             let events = EventLog()
             let delivery = try fixture.delivery(events: events)
-            guard case .success(let restored) = await delivery.restore(signedTransaction: book.signedTransaction) else { Issue.record("refused"); return }
+            let answer = await delivery.restore(signedTransaction: book.signedTransaction)
+            guard case .success(let restored) = answer else { Issue.record("\(answer)"); return }
             #expect(restored.map(\.downloaded) == [true, false], "big downloaded, book left as it was")
             #expect(events.requests.filter { $0.hasPrefix("GET") } == ["GET 200"])
             let intact = fixture.holds(KitFixture.big, KitFixture.bigBytes)
@@ -67,15 +70,16 @@ import Testing
     }
 
     @Test func anExpiredRestoreTokenIsRenewedByAnotherRestore() async throws {
-        try await KitFixture.run({ $0.tokenLifetime = .seconds(1) }) { fixture in
+        try await KitFixture.run({ $0.tokenLifetime = .seconds(3) }) { fixture in
             let book = try await fixture.control.purchase(["productId": KitFixture.big, "deviceId": "device-a"])
             // Whichever connection carries the body is cut 1 MiB in (keep-alive may reuse the first).
             fixture.proxy.inject(Array(repeating: .cutAfterThenRefuse(1 << 20), count: 3))
             let clock = TestClock()
             let first = try fixture.delivery(now: clock.now, maximumInterruptions: 0)
-            guard case .success(let interrupted) = await first.restore(signedTransaction: book.signedTransaction) else { Issue.record("refused"); return }
+            let answer = await first.restore(signedTransaction: book.signedTransaction)
+            guard case .success(let interrupted) = answer else { Issue.record("\(answer)"); return }
             #expect(interrupted.first?.outcome.transactionAction == .keepUnfinishedAndRetry)
-            try await Task.sleep(for: .milliseconds(2100))
+            try await Task.sleep(for: .milliseconds(3200))
             fixture.proxy.inject([])  // the faults left unused
             fixture.proxy.refuse(false)
             clock.advance(3600)
