@@ -11,18 +11,10 @@ extension Delivery {
         let partial = entry.partialPath
         var have = Self.size(partial)
         if entry.etag == nil || entry.digest == nil { have = 0 }  // nothing known to resume against
-        var prefix = SHA256Digest()
-        if have > 0 {
-            do {
-                let hashed = try SHA256Digest.ofFile(partial, length: have)
-                prefix = hashed.digest
-                have = hashed.bytes
-            } catch {
-                have = 0
-            }
-        }
         if have > 0, let size = entry.expectedSize, have >= size {
-            return .complete(prefix, length: have)  // a whole file from before a relaunch: check it
+            // A whole file from before a relaunch: check it.
+            guard let hashed = try? SHA256Digest.ofFile(partial, length: have) else { return .interrupted(progressed: false) }
+            return .complete(hashed.digest, length: hashed.bytes)
         }
         var request = URLRequest(url: url(location))
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
@@ -31,17 +23,16 @@ extension Delivery {
             request.setValue(etag, forHTTPHeaderField: "If-Range")
         }
         let resumeFrom = have
-        let resumePrefix = prefix
         let box = EntryBox(entry)
         let journal = self.journal
         let progress = self.progressBroadcast
         let result = await transport.send(request) { response in
             switch response.statusCode {
             case 206 where resumeFrom > 0 && ResponseHeaders.contentRangeStart(response) == resumeFrom:
-                return Self.bodyFile(box, keeping: resumeFrom, prefix: resumePrefix, journal: journal, progress: progress, adopt: nil)
+                return Self.bodyFile(box, keeping: resumeFrom, journal: journal, progress: progress, adopt: nil)
             case 200:
                 // The whole representation: a first download, or If-Range found a new ETag.
-                return Self.bodyFile(box, keeping: 0, prefix: SHA256Digest(), journal: journal, progress: progress, adopt: response)
+                return Self.bodyFile(box, keeping: 0, journal: journal, progress: progress, adopt: response)
             default:
                 return .memory(limit: 64 << 10)
             }
@@ -55,7 +46,7 @@ extension Delivery {
         }
         switch status {
         case 200, 206:
-            return finishedBody(result, box: box, entry: entry)
+            return await finishedBody(result, box: box, entry: entry)
         case 416:
             // Nothing left to send from there: a whole file is checked, anything else starts over.
             try? FileManager.default.removeItem(atPath: partial)
@@ -99,25 +90,28 @@ extension Delivery {
                     try? journal.write(box.entry)
                     return .stop
                 }
-                return Self.bodyFile(box, keeping: 0, prefix: SHA256Digest(), journal: journal, progress: progress, adopt: response)
+                return Self.bodyFile(box, keeping: 0, journal: journal, progress: progress, adopt: response)
             }
             entry = box.entry
             emitResponse(entry.transactionID, "POST", "/v1/downloads", rangeStart: nil, result)
             guard let status = result.response?.statusCode else { return .interrupted(progressed: false) }
             if status == 200 {
                 if result.stopped { return .again }
-                return finishedBody(result, box: box, entry: entry)
+                return await finishedBody(result, box: box, entry: entry)
             }
             return .settled(answer(result, entry))
         }
     }
 
     /// How a 200 or 206 body ended.
-    private func finishedBody(_ result: TransferResult, box: EntryBox, entry: JournalEntry) -> Step {
+    private func finishedBody(_ result: TransferResult, box: EntryBox, entry: JournalEntry) async -> Step {
         guard let file = box.file else {
             return result.error == nil ? .again : .interrupted(progressed: false)
         }
-        if result.complete { return .complete(file.digest, length: file.length) }
+        if result.complete {
+            guard let digest = await file.digest() else { return .interrupted(progressed: false) }
+            return .complete(digest, length: file.length)
+        }
         emit(.interrupted(transactionID: entry.transactionID, bytes: file.length))
         return .interrupted(progressed: file.length > box.startedAt)
     }
@@ -125,14 +119,14 @@ extension Delivery {
     /// Opens the partial file for a body, after writing to the journal what the head says (the
     /// new token, ETag, size and digest), so that a relaunch resumes against the right representation.
     static func bodyFile(
-        _ box: EntryBox, keeping: Int64, prefix: SHA256Digest, journal: Journal, progress: ProgressBroadcast, adopt response: HTTPURLResponse?
+        _ box: EntryBox, keeping: Int64, journal: Journal, progress: ProgressBroadcast, adopt response: HTTPURLResponse?
     ) -> BodyDisposition {
         var entry = box.entry
         let transactionID = entry.transactionID
         do {
             // Cut the file first: a relaunch between the two writes then finds less, never a mix.
             let total = response.flatMap { Int64($0.value(forHTTPHeaderField: "Content-Length") ?? "") } ?? entry.expectedSize
-            let file = try BodyFile(path: entry.partialPath, keeping: keeping, prefix: prefix) { bytes in
+            let file = try BodyFile(path: entry.partialPath, keeping: keeping) { bytes in
                 progress.send(DeliveryProgress(transactionID: transactionID, bytes: bytes, total: total))
             }
             if let response {
@@ -141,7 +135,12 @@ extension Delivery {
                 entry.etag = response.value(forHTTPHeaderField: "ETag")
                 entry.digest = ResponseHeaders.sha256(response)
                 entry.expectedSize = total
-                try journal.write(entry)
+                do {
+                    try journal.write(entry)
+                } catch {
+                    try? file.end()  // its hash thread ends too
+                    throw error
+                }
             }
             box.entry = entry
             box.file = file

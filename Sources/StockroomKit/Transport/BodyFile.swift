@@ -1,41 +1,118 @@
 import Foundation
 
-/// A partial file that a body is appended to, hashed as it is written, with progress reported.
+/// A partial file that a body is appended to, with progress reported; a thread of its own hashes
+/// (SHA-256) what was written, reading the file behind the writer.
 ///
-/// Owned by one transfer; touched only on its session's serial queue, then read by the delivery
-/// once the transfer has ended.
+/// URLSession on Linux queues every chunk for its delegate without waiting, so the delegate only
+/// writes: were it to hash as well, a hash slower than the network would pile the body up in
+/// memory. Written on its session's serial queue; `digest()` is awaited once the transfer ended.
 final class BodyFile: @unchecked Sendable {
     private let handle: FileHandle
-    private(set) var digest: SHA256Digest
-    private(set) var length: Int64
     private let progress: @Sendable (Int64) -> Void
+    private let condition = NSCondition()
+    /// Guarded by `condition`.
+    private var written: Int64
+    private var ended = false
+    private var result: SHA256Digest?
+    private var hashed = false
+    private var waiters: [CheckedContinuation<SHA256Digest?, Never>] = []
 
-    /// Opens `path` to append after its first `keeping` bytes (cut there), whose digest is `prefix`.
-    init(path: String, keeping: Int64, prefix: SHA256Digest, progress: @escaping @Sendable (Int64) -> Void) throws {
+    /// Opens `path` to append after its first `keeping` bytes (cut there); those are hashed too,
+    /// by the same thread, from the first byte.
+    init(path: String, keeping: Int64, progress: @escaping @Sendable (Int64) -> Void) throws {
         if !FileManager.default.fileExists(atPath: path) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             guard FileManager.default.createFile(atPath: path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
         }
-        guard let handle = FileHandle(forWritingAtPath: path) else { throw CocoaError(.fileWriteNoPermission) }
+        guard let handle = FileHandle(forWritingAtPath: path), let reader = FileHandle(forReadingAtPath: path) else {
+            throw CocoaError(.fileWriteNoPermission)
+        }
         try handle.truncate(atOffset: UInt64(keeping))
         try handle.seekToEnd()
         self.handle = handle
-        self.digest = prefix
-        self.length = keeping
+        self.written = keeping
         self.progress = progress
+        let thread = Thread { [self] in hash(reader) }
+        thread.name = "StockroomKit.BodyFile.hash"
+        thread.start()
     }
 
     deinit { try? handle.close() }
 
-    func append(_ data: Data) throws {
-        try handle.write(contentsOf: data)
-        digest.update(data)
-        length += Int64(data.count)
-        progress(length)
+    /// Bytes in the file so far.
+    var length: Int64 {
+        condition.lock()
+        defer { condition.unlock() }
+        return written
     }
 
-    func flush() throws {
+    func append(_ data: Data) throws {
+        try handle.write(contentsOf: data)
+        condition.lock()
+        written += Int64(data.count)
+        let now = written
+        condition.signal()
+        condition.unlock()
+        progress(now)
+    }
+
+    /// The body ended (whole or not): the file is flushed to disk, and the hash catches up.
+    func end() throws {
+        defer {
+            condition.lock()
+            ended = true
+            condition.signal()
+            condition.unlock()
+        }
         try handle.synchronize()
+    }
+
+    /// The SHA-256 of the whole file once the hash reached its end; nil when it could not be read.
+    func digest() async -> SHA256Digest? {
+        await withCheckedContinuation { continuation in
+            condition.lock()
+            if hashed {
+                let value = result
+                condition.unlock()
+                continuation.resume(returning: value)
+            } else {
+                waiters.append(continuation)
+                condition.unlock()
+            }
+        }
+    }
+
+    /// Reads the file behind the writer, a MiB at a time, until the body ended and all is hashed.
+    private func hash(_ reader: FileHandle) {
+        var digest = SHA256Digest()
+        var offset: Int64 = 0
+        var failed = false
+        while true {
+            condition.lock()
+            while written - offset < (1 << 20) && !ended { condition.wait() }
+            let target = written
+            let done = ended
+            condition.unlock()
+            if offset < target {
+                guard let chunk = try? reader.read(upToCount: Int(min(target - offset, 1 << 20))), !chunk.isEmpty else {
+                    failed = true
+                    break
+                }
+                digest.update(chunk)
+                offset += Int64(chunk.count)
+                continue
+            }
+            if done { break }
+        }
+        try? reader.close()
+        condition.lock()
+        result = failed ? nil : digest
+        hashed = true
+        let waiting = waiters
+        waiters = []
+        let value = result
+        condition.unlock()
+        for waiter in waiting { waiter.resume(returning: value) }
     }
 }

@@ -119,7 +119,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
             result.error = failure
         }
         if case .file(let file) = transfer.disposition {
-            do { try file.flush() } catch { result.error = result.error ?? error }
+            do { try file.end() } catch { result.error = result.error ?? error }
         }
         transfer.continuation.resume(returning: result)
     }
