@@ -34,6 +34,7 @@ test: deps
 	.ci/contract fuzz .build/debug/stockroom
 	.ci/console-browser test .build/debug/stockroom
 	.ci/cli-tests .build/debug/stockroom
+	.ci/client-tests .build/debug/stockroom
 	.ci/crash-test .build/debug/stockroom
 	SWIFT=$(SWIFT) FUZZ_SECONDS=10 .ci/fuzz
 

@@ -39,8 +39,8 @@ public final class PaymentQueueSource: NSObject, SKPaymentTransactionObserver, T
     private func translate(_ transaction: SKPaymentTransaction) -> StoreTransaction {
         let id = transaction.transactionIdentifier ?? ""
         let productID = transaction.payment.productIdentifier
-        let handle = TransactionHandle(transaction)
-        let finish: @Sendable () async -> Void = { [queue] in queue.finishTransaction(handle.transaction) }
+        let handle = TransactionHandle(queue: queue, transaction: transaction)
+        let finish: @Sendable () async -> Void = { handle.finish() }
         let state: StoreTransaction.State
         switch transaction.transactionState {
         case .purchasing: state = .purchasing
@@ -59,7 +59,7 @@ public final class PaymentQueueSource: NSObject, SKPaymentTransactionObserver, T
     /// The app receipt; the transaction's own receipt only where there is no app receipt (iOS 6).
     private static func proof(for transaction: SKPaymentTransaction) -> Proof {
         if let receipt = appReceipt() { return .appReceipt(receipt) }
-        #if os(iOS)
+        #if os(iOS) && !targetEnvironment(macCatalyst)
         if let legacy = transaction.transactionReceipt { return .transactionReceipt(legacy) }
         #endif
         return .appReceipt(Data())
@@ -70,10 +70,17 @@ public final class PaymentQueueSource: NSObject, SKPaymentTransactionObserver, T
     }
 }
 
-/// Carries a transaction into the finish closure; StoreKit's queue is thread-safe.
+/// Carries a transaction and its queue into the finish closure; StoreKit's queue is thread-safe.
 private final class TransactionHandle: @unchecked Sendable {
+    let queue: SKPaymentQueue
     let transaction: SKPaymentTransaction
-    init(_ transaction: SKPaymentTransaction) { self.transaction = transaction }
+
+    init(queue: SKPaymentQueue, transaction: SKPaymentTransaction) {
+        self.queue = queue
+        self.transaction = transaction
+    }
+
+    func finish() { queue.finishTransaction(transaction) }
 }
 
 /// One `SKReceiptRefreshRequest`, awaited.
