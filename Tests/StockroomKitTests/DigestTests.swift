@@ -1,0 +1,48 @@
+import Foundation
+import StockroomTestSupport
+import Testing
+@testable import StockroomKit
+
+/// The library's own SHA-256 (Linux has no CryptoKit) against FIPS 180-4's vectors, fed in pieces.
+@Suite struct DigestTests {
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    static func digest(_ bytes: [UInt8], pieces: [Int]) -> String {
+        var digest = SHA256Digest()
+        var offset = 0
+        var index = 0
+        while offset < bytes.count {
+            let size = min(pieces[index % pieces.count], bytes.count - offset)
+            digest.update(Data(bytes[offset..<(offset + size)]))
+            offset += size
+            index += 1
+        }
+        return hex(digest.finalize())
+    }
+
+    @Test func theStandardVectorsHashAlikeHoweverTheBytesAreCut() {
+        let vectors: [(String, String)] = [
+            ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+            ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+            ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+        ]
+        for (text, expected) in vectors {
+            for pieces in [[1], [3, 7], [64], [1000]] {
+                #expect(Self.digest(Array(text.utf8), pieces: pieces) == expected, "\(text) in pieces of \(pieces)")
+            }
+        }
+        let million = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
+        #expect(Self.digest(million, pieces: [4096, 63, 65, 1]) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+
+    @Test func aFileIsHashedAsItsBytesAre() throws {
+        let folder = try TemporaryFolder()
+        let bytes = sampleBytes(count: 3_000_001, seed: 3)
+        let path = try folder.write("file.bin", bytes)
+        let hashed = try SHA256Digest.ofFile(path)
+        #expect(hashed.bytes == 3_000_001)
+        #expect(Self.hex(hashed.digest.finalize()) == Self.digest(bytes, pieces: [1 << 20]))
+        let prefix = try SHA256Digest.ofFile(path, length: 10)
+        #expect(Self.hex(prefix.digest.finalize()) == Self.digest(Array(bytes.prefix(10)), pieces: [10]))
+    }
+}
