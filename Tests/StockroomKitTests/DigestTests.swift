@@ -46,3 +46,23 @@ import Testing
         #expect(Self.hex(prefix.digest.finalize()) == Self.digest(Array(bytes.prefix(10)), pieces: [10]))
     }
 }
+
+/// The journal on disk.
+@Suite struct JournalTests {
+    @Test func aNewJournalFolderIsThisUsersOnlyAndAnEntryReadsBackAsWritten() throws {
+        let folder = try TemporaryFolder()
+        let journal = try Journal(folder: URL(fileURLWithPath: folder.path + "/journal"))
+        let permissions = try FileManager.default.attributesOfItem(atPath: folder.path + "/journal")[.posixPermissions] as? Int
+        #expect(permissions == 0o700, "entries hold replayable proofs")
+        var entry = JournalEntry(
+            transactionID: "2000000000000001", originalTransactionID: nil, productID: "com.example.book",
+            renewal: .download(.appReceipt(Data([1, 2, 3]))), appAccountToken: UUID(), consent: true, destination: folder.path + "/files/book")
+        entry.token = "v1.token"
+        entry.stage = .placed
+        try journal.write(entry)
+        #expect(try journal.entry("2000000000000001") == entry)
+        #expect(try journal.entries() == [entry])
+        #expect(try journal.entry("2000000000000002") == nil)
+        #expect(entry.partialPath == folder.path + "/files/.book.2000000000000001.partial", "beside the destination, for an atomic rename")
+    }
+}

@@ -6,9 +6,10 @@ import Foundation
 public struct Journal: Sendable {
     public let folder: URL
 
+    /// Opens `folder`, creating it readable by this user only: entries hold replayable proofs.
     public init(folder: URL) throws {
         self.folder = folder
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     /// The entry of `transactionID`, if one was written.

@@ -23,7 +23,14 @@ final class BodyFile: @unchecked Sendable {
         if !FileManager.default.fileExists(atPath: path) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            guard FileManager.default.createFile(atPath: path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
+            // Readable after the first unlock: a download resumed in the background on a locked device
+            // must still write it.
+            #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+            let attributes: [FileAttributeKey: Any] = [.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication]
+            #else
+            let attributes: [FileAttributeKey: Any] = [:]
+            #endif
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: attributes) else { throw CocoaError(.fileWriteUnknown) }
         }
         guard let handle = FileHandle(forWritingAtPath: path), let reader = FileHandle(forReadingAtPath: path) else {
             throw CocoaError(.fileWriteNoPermission)
