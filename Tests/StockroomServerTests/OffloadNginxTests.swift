@@ -145,7 +145,7 @@ import Testing
     }
 
     @Test func anOffloadedDownloadHoldsNoSlotWhileNginxSendsIt() async throws {
-        try await OffloadNginxFixture.run({ $0.maxDownloadsPerTransaction = 1 }) { nginx in
+        try await OffloadNginxFixture.run({ $0.maxDownloadsPerPurchase = 1 }) { nginx in
             let purchase = try await nginx.server.control.purchase(AttackLimitTests.huge)
             let token = DownloadFixture.token(purchase.transactionId, product: AttackLimitTests.huge)
             let tx = purchase.transactionId
