@@ -34,8 +34,9 @@ public final class ConnectionGate: Sendable {
     public var count: Int { registry.withLock { $0.open.count } }
 
     /// Counts `channel` in and returns what its handlers report its requests to; at the cap,
-    /// closes the oldest idle connection to make room, or, with none idle, answers 503 on
-    /// `channel`, closes it and returns nil. An admitted channel is counted out when it closes.
+    /// closes the oldest idle connection to make room, or, with none idle, returns nil: the
+    /// channel then gets `ConnectionRefusal`, which answers 503 and closes it. An admitted
+    /// channel is counted out when it closes.
     func admit(_ channel: any Channel) -> ConnectionActivity? {
         let activity = ConnectionActivity()
         let key = ObjectIdentifier(channel)
@@ -61,7 +62,6 @@ public final class ConnectionGate: Sendable {
         }
         guard admitted else {
             StockroomMetrics.connectionCut(.overCapacity)
-            channel.writeAndFlush(ByteBuffer(string: Self.busy)).whenComplete { _ in channel.close(promise: nil) }
             return nil
         }
         channel.closeFuture.whenComplete { [self] _ in
@@ -94,5 +94,17 @@ final class ConnectionActivity: Sendable {
     func requestEnded() { requests.wrappingSubtract(1, ordering: .relaxed) }
 }
 
-/// Why a connection was refused at the gate (the child channel's set-up fails with it).
-struct ConnectionLimitReached: Error {}
+/// A connection the gate refused: it reads nothing, answers 503 as soon as it is active, and
+/// closes.
+final class ConnectionRefusal: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    func channelActive(context: ChannelHandlerContext) {
+        let context = context.loopBound
+        context.value.writeAndFlush(NIOAny(ByteBuffer(string: ConnectionGate.busy))).whenComplete { _ in
+            context.value.close(promise: nil)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+}

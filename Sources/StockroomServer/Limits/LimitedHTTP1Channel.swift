@@ -32,14 +32,16 @@ struct LimitedHTTP1Channel: ServerChildChannel {
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        var activity: ConnectionActivity?
-        if let gate {
-            activity = gate.admit(channel)
-            if activity == nil { return channel.eventLoop.makeFailedFuture(ConnectionLimitReached()) }
-        }
+        let activity = gate?.admit(channel)
+        let refused = gate != nil && activity == nil
         let limits = self.limits
         return channel.eventLoop.makeCompletedFuture { [activity] in
             let pipeline = channel.pipeline.syncOperations
+            if refused {
+                // Answered 503 and closed once active; nothing it sends reaches a route.
+                try pipeline.addHandler(ConnectionRefusal(), position: .first)
+                return
+            }
             if limits.headerTimeout > .zero || activity != nil {
                 let timeout = limits.headerTimeout > .zero ? TimeAmount(limits.headerTimeout) : nil
                 try pipeline.addHandler(HeaderDeadlineHandler(timeout: timeout, activity: activity), position: .first)
