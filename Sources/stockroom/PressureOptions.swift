@@ -58,40 +58,26 @@ struct PressureOptions: ParsableArguments {
 
     /// Sets the limits given by flag or variable; a malformed one is a usage error naming the flag.
     func apply(to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
-        func value(_ flag: String?, _ name: String) -> String? { flag ?? environment["STOCKROOM_\(name)"] }
-        func duration(_ flag: String?, _ name: String, _ option: String) throws -> Duration? {
-            guard let text = value(flag, name) else { return nil }
-            do {
-                return try DurationArgument.parse(text)
-            } catch {
-                throw ValidationError("--\(option): \(error)")
-            }
-        }
-        func number(_ flag: Int?, _ name: String, _ option: String, from lowest: Int) throws -> Int? {
-            guard let text = value(flag.map(String.init), name) else { return nil }
-            guard let number = Int(text), (lowest...100_000_000).contains(number) else {
-                throw ValidationError("--\(option) must be a number from \(lowest) to 100000000, not \"\(text)\"")
-            }
-            return number
-        }
+        let flags = FlagValues(environment: environment)
+        let counts = 1...100_000_000, rates = 0...100_000_000
         var limits = configuration.connectionLimits
-        if let count = try number(maxConnections, "MAX_CONNECTIONS", "max-connections", from: 1) { limits.maxConnections = count }
-        if let body = try duration(bodyTimeout, "BODY_TIMEOUT", "body-timeout") { limits.bodyTimeout = body }
-        if let rate = try number(bodyMinRate, "BODY_MIN_RATE", "body-min-rate", from: 0) { limits.bodyMinimumRate = rate }
-        if let rate = try number(minSendRate, "MIN_SEND_RATE", "min-send-rate", from: 0) { limits.minimumSendRate = rate }
-        if let window = try duration(sendTimeout, "SEND_TIMEOUT", "send-timeout") { limits.sendTimeout = window }
-        if let grace = try duration(shutdownGrace, "SHUTDOWN_GRACE", "shutdown-grace") { limits.shutdownGrace = grace }
+        if let count = try flags.number(maxConnections, "MAX_CONNECTIONS", option: "max-connections", in: counts) { limits.maxConnections = count }
+        if let body = try flags.duration(bodyTimeout, "BODY_TIMEOUT", option: "body-timeout") { limits.bodyTimeout = body }
+        if let rate = try flags.number(bodyMinRate, "BODY_MIN_RATE", option: "body-min-rate", in: rates) { limits.bodyMinimumRate = rate }
+        if let rate = try flags.number(minSendRate, "MIN_SEND_RATE", option: "min-send-rate", in: rates) { limits.minimumSendRate = rate }
+        if let window = try flags.duration(sendTimeout, "SEND_TIMEOUT", option: "send-timeout") { limits.sendTimeout = window }
+        if let grace = try flags.duration(shutdownGrace, "SHUTDOWN_GRACE", option: "shutdown-grace") { limits.shutdownGrace = grace }
         configuration.connectionLimits = limits
         let proxies = trustedProxy.isEmpty ? (environment["STOCKROOM_TRUSTED_PROXY"]?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? []) : trustedProxy
         do {
             configuration.trustedProxies = try TrustedProxies(parsing: proxies)
-            if let address = value(metricsAddress, "METRICS_ADDRESS") { configuration.metricsAddress = try MetricsAddress(parsing: address) }
+            if let address = flags.text(metricsAddress, "METRICS_ADDRESS") { configuration.metricsAddress = try MetricsAddress(parsing: address) }
         } catch let error as TrustedProxyError {
             throw ValidationError(error.description)
         } catch let error as MetricsAddressError {
             throw ValidationError(error.description)
         }
-        if let share = try number(maxDownloadsPerClient, "MAX_DOWNLOADS_PER_CLIENT", "max-downloads-per-client", from: 1) {
+        if let share = try flags.number(maxDownloadsPerClient, "MAX_DOWNLOADS_PER_CLIENT", option: "max-downloads-per-client", in: counts) {
             configuration.maxDownloadsPerClient = share
         }
     }
