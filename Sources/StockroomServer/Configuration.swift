@@ -91,7 +91,7 @@ public struct ServerConfiguration: Sendable {
     /// Concurrent content streams of one purchase (original transaction).
     public var maxDownloadsPerPurchase = 4
     /// Concurrent content streams to one client address (an IPv6 /64).
-    public var maxDownloadsPerClient = 8
+    public var maxDownloadsPerClient = 32
     /// Requests that reach the App Store, per client address; nil is no limit.
     public var upstreamRate: UpstreamRate? = .default
 
