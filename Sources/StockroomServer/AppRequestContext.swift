@@ -7,6 +7,9 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, Cl
     public var coreContext: CoreRequestContextStorage
     /// The connection's peer; nil in router tests, which have no socket.
     public let remoteAddress: SocketAddress?
+    /// The proxies whose forwarding headers count (`--trusted-proxy`), set by
+    /// `TrustedProxyMiddleware` before any route runs; none until then.
+    public var trustedProxies = TrustedProxies.none
 
     public init(source: Source) {
         self.coreContext = .init(source: source)
@@ -18,7 +21,13 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, Cl
 
     /// The address per-client limits count for `request` (see `ClientAddress`).
     public func clientAddress(of request: Request) -> String {
-        ClientAddress.of(peer: remoteAddress, forwardedFor: request.headers[.xForwardedFor])
+        ClientAddress.of(peer: remoteAddress, forwardedFor: request.headers[.xForwardedFor], trusting: trustedProxies)
+    }
+
+    /// Whether the request came through a trusted proxy (whose `X-Forwarded-Proto` counts).
+    public var isFromTrustedProxy: Bool {
+        guard let peer = remoteAddress?.ipAddress else { return false }
+        return trustedProxies.contains(peer)
     }
 }
 
@@ -30,11 +39,13 @@ extension HTTPField.Name {
 public protocol ClientAddressContext: RequestContext {
     /// The address per-client limits count for `request`.
     func clientAddress(of request: Request) -> String
+    /// Whether the connection's peer is a trusted proxy, whose forwarding headers count.
+    var isFromTrustedProxy: Bool { get }
 }
 
 extension RemoteAddressRequestContext {
-    /// The peer's IP address as text ("unknown" without one). Behind a local proxy every client
-    /// is the proxy: a `ClientAddressContext` answers `clientAddress(of:)` with the proxy's
-    /// last `X-Forwarded-For` hop instead.
+    /// The peer's IP address as text ("unknown" without one). Behind a proxy every client is the
+    /// proxy: a `ClientAddressContext` answers `clientAddress(of:)` with the client the trusted
+    /// proxy saw instead.
     var clientAddress: String { remoteAddress?.ipAddress ?? "unknown" }
 }

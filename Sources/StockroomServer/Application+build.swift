@@ -53,6 +53,8 @@ public func buildApplication(
 ) async throws -> some ApplicationProtocol {
     var logger = logger
     logger.logLevel = configuration.logLevel
+    // Before anything opens a descriptor: the connection cap is derived from what this gives.
+    let descriptors = DescriptorLimit.raise()
 
     // Upstream and trust first: a simulator on a public host or a half-given key refuses at once.
     let simulator = try BuiltInSimulator(configuration: configuration)
@@ -90,11 +92,13 @@ public func buildApplication(
         bundleID: configuration.bundleID, cacheInterval: configuration.verificationCacheInterval)
 
     let router = Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints)
+    router.add(middleware: TrustedProxyMiddleware(proxies: configuration.trustedProxies))
     router.add(middleware: RequestLogMiddleware())
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: ErrorMiddleware())
     let slots = configuration.downloadSlots()
-    HealthController(catalog: catalogStore, metrics: metrics, ledger: ledger, slots: slots).addRoutes(to: router)
+    let health = HealthController<AppRequestContext>(catalog: catalogStore, metrics: metrics, ledger: ledger, slots: slots)
+    health.addRoutes(to: router, withMetrics: configuration.metricsAddress == nil)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
     var signedTransactions = SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil)
     signedTransactions.xcode = trust.xcode
@@ -133,13 +137,33 @@ public func buildApplication(
     logger.info(
         "catalogue loaded",
         metadata: ["version": .string(catalog.version), "products": .stringConvertible(catalog.products.count)])
+    let gate = ConnectionGate(limit: configuration.connectionLimits.maxConnections ?? descriptors.defaultMaxConnections)
+    logger.info(
+        "connection limits",
+        metadata: [
+            "descriptors": "\(descriptors.soft)", "descriptorsAtStart": "\(descriptors.before)", "descriptorsHard": "\(descriptors.hard)",
+            "maxConnections": "\(gate.limit)",
+        ])
+    if gate.limit > descriptors.defaultMaxConnections {
+        logger.warning(
+            "--max-connections leaves less room than the descriptor limit needs for files, the ledger and upstream calls",
+            metadata: ["maxConnections": "\(gate.limit)", "suggested": "\(descriptors.defaultMaxConnections)"])
+    }
+    let metricsListener = configuration.metricsAddress.map { address in
+        let metricsRouter = Router()
+        HealthController<BasicRequestContext>(catalog: catalogStore, metrics: metrics, ledger: ledger, slots: slots).addMetricsRoute(to: metricsRouter)
+        return Application(
+            router: metricsRouter, configuration: .init(address: .hostname(address.host, port: address.port), serverName: "Stockroom"),
+            logger: logger)
+    }
     return Application(
         router: router,
-        server: .http1(limitsOf: configuration),
+        server: .http1(limits: configuration.connectionLimits, gate: gate),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Stockroom"),
         // The ledger's pool comes first: services stop in reverse order, so it outlives the requests.
         services: ledgerServices + [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)]
-            + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger) + (sender.map { [$0] } ?? []),
+            + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger) + (sender.map { [$0] } ?? [])
+            + (metricsListener.map { [$0] } ?? []),
         logger: logger
     )
 }

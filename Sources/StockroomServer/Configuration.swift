@@ -78,15 +78,20 @@ public struct ServerConfiguration: Sendable {
     public var serverCallInterval: Duration = .seconds(2)
 
     // Limits: each has a `serve` flag and a STOCKROOM_ variable (ServerConfiguration+Limits).
-    /// A connection with no request in progress is closed after this; zero never closes it.
-    public var idleTimeout: Duration = .seconds(60)
-    /// A request head must be complete this long after the connection opens or the request's
-    /// first byte arrives; zero waits as long as the idle timeout allows.
-    public var headerTimeout: Duration = .seconds(10)
+    /// What each client connection lives under: the connection cap, timeouts, minimum rates and
+    /// the shutdown grace.
+    public var connectionLimits = ConnectionLimits()
+    /// The proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` count (`--trusted-proxy`).
+    public var trustedProxies = TrustedProxies.none
+    /// Where `/metrics` is served instead of the main port (`--metrics-address`, loopback only);
+    /// nil serves it on the main port.
+    public var metricsAddress: MetricsAddress?
     /// Concurrent content streams in total.
     public var maxDownloads = 512
-    /// Concurrent content streams of one transaction.
-    public var maxDownloadsPerTransaction = 4
+    /// Concurrent content streams of one purchase (original transaction).
+    public var maxDownloadsPerPurchase = 4
+    /// Concurrent content streams to one client address (an IPv6 /64).
+    public var maxDownloadsPerClient = 32
     /// Requests that reach the App Store, per client address; nil is no limit.
     public var upstreamRate: UpstreamRate? = .default
 

@@ -26,10 +26,16 @@ struct DeployNginxCommand: ParsableCommand {
             to --content with sendfile: Stockroom answers an authorised download with its headers \
             and X-Accel-Redirect, nginx sends the bytes and handles Range, and reports how each \
             download ended over syslog to --report, where Stockroom records the delivery. Run \
-            Stockroom with the same values:
+            Stockroom with the same values, and name nginx as its trusted proxy so that its \
+            per-client limits count the address nginx saw (127.0.0.1 when Stockroom runs on this \
+            machine; the printed file says which):
 
               stockroom serve --offload x-accel-redirect --offload-prefix /_protected/ \\
-                  --offload-report 127.0.0.1:5514
+                  --offload-report 127.0.0.1:5514 --trusted-proxy 127.0.0.1
+
+            /metrics is not proxied (Prometheus scrapes Stockroom itself, or --metrics-address), \
+            and /openapi.json, /v1/admin/ and /console answer this machine only: add an allow line \
+            for each operator network.
             """
     )
 

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import Metrics
 import Prometheus
+import ServiceLifecycle
 import StockroomCore
 import StockroomServer
 
@@ -25,6 +26,7 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var options: ServerOptions
     @OptionGroup(title: "Limits") var limits: LimitOptions
+    @OptionGroup(title: "Connections under pressure") var pressure: PressureOptions
     @OptionGroup(title: "nginx offload") var offload: OffloadOptions
     @OptionGroup(title: "Purchase lifecycle") var lifecycle: LifecycleOptions
 
@@ -36,6 +38,7 @@ struct Serve: AsyncParsableCommand {
             fail(refusal.description)
         }
         try limits.apply(to: &configuration)
+        try pressure.apply(to: &configuration)
         try offload.apply(to: &configuration)
         try lifecycle.apply(to: &configuration)
         StreamingMemory.bound()
@@ -57,7 +60,11 @@ struct Serve: AsyncParsableCommand {
             fail("the server cannot start: \(error)")
         }
         do {
-            try await application.runService()
+            // Each connection is closed once --shutdown-grace has passed; should anything still
+            // hold on a little after that, the group cancels it.
+            var group = ServiceGroupConfiguration(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: application.logger)
+            group.maximumGracefulShutdownDuration = configuration.connectionLimits.shutdownGrace + .seconds(5)
+            try await ServiceGroup(configuration: group).run()
         } catch {
             fail("could not serve on \(configuration.host):\(configuration.port): \(error)")
         }
@@ -81,7 +88,14 @@ struct LimitOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Concurrent content streams in total; past it, 429 with Retry-After (STOCKROOM_MAX_DOWNLOADS; default \(LimitOptions.defaults.maxDownloads)).", valueName: "count"))
     var maxDownloads: Int?
 
-    @Option(help: ArgumentHelp("Concurrent content streams of one transaction (STOCKROOM_MAX_DOWNLOADS_PER_TRANSACTION; default \(LimitOptions.defaults.maxDownloadsPerTransaction)).", valueName: "count"))
+    @Option(
+        help: ArgumentHelp(
+            "Concurrent content streams of one purchase, its original transaction, restores included (STOCKROOM_MAX_DOWNLOADS_PER_PURCHASE; default \(LimitOptions.defaults.maxDownloadsPerPurchase)).",
+            valueName: "count"))
+    var maxDownloadsPerPurchase: Int?
+
+    /// The earlier name, which counted transaction IDs; it now sets the per-purchase share.
+    @Option(help: .hidden)
     var maxDownloadsPerTransaction: Int?
 
     @Option(
@@ -122,7 +136,10 @@ struct LimitOptions: ParsableArguments {
         if let header = try duration(headerTimeout, "HEADER_TIMEOUT", "header-timeout") { configuration.headerTimeout = header }
         if let total = try count(maxDownloads, "MAX_DOWNLOADS", "max-downloads") { configuration.maxDownloads = total }
         if let share = try count(maxDownloadsPerTransaction, "MAX_DOWNLOADS_PER_TRANSACTION", "max-downloads-per-transaction") {
-            configuration.maxDownloadsPerTransaction = share
+            configuration.maxDownloadsPerPurchase = share
+        }
+        if let share = try count(maxDownloadsPerPurchase, "MAX_DOWNLOADS_PER_PURCHASE", "max-downloads-per-purchase") {
+            configuration.maxDownloadsPerPurchase = share
         }
         if let text = value(upstreamRate, "UPSTREAM_RATE") {
             do {

@@ -54,8 +54,8 @@ import Testing
     }
 
     @Test func severalPurchasesAtOnceAreEachDeliveredWithOneStreamPerTransaction() async throws {
-        // One stream per transaction on the server: a second one at once would be a 429.
-        try await KitFixture.run({ $0.maxDownloadsPerTransaction = 1 }) { fixture in
+        // One stream per purchase on the server: a second one at once would be a 429.
+        try await KitFixture.run({ $0.maxDownloadsPerPurchase = 1 }) { fixture in
             var purchases: [Purchase] = []
             for _ in 0..<3 { purchases.append(try await fixture.control.purchase(KitFixture.big).withSignedTransaction()) }
             let events = EventLog()

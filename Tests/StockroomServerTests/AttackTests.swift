@@ -317,7 +317,7 @@ import Glibc
     }
 
     @Test(arguments: LedgerEngine.allCases) func aTransactionAtItsDownloadLimitGets429UntilAStreamEnds(_ engine: LedgerEngine) async throws {
-        try await DownloadFixture.run(engine: engine, { Self.withHugeProduct(&$0); $0.maxDownloadsPerTransaction = 1 }) { fixture in
+        try await DownloadFixture.run(engine: engine, { Self.withHugeProduct(&$0); $0.maxDownloadsPerPurchase = 1 }) { fixture in
             let purchase = try await fixture.control.purchase(Self.huge)
             // The buyer's first download breaks off early; the app resumes with its token.
             let body = try JSONSerialization.data(withJSONObject: ["productId": Self.huge, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData])

@@ -39,13 +39,22 @@ import Testing
         }
     }
 
-    @Test func behindATLSProxyOnThisMachineTheCookieIsSecure() async throws {
-        try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
+    @Test func behindATrustedTLSProxyTheCookieIsSecure() async throws {
+        try await DownloadFixture.run({ $0.adminToken = Self.token; $0.trustedProxies = try! TrustedProxies(parsing: ["127.0.0.1"]) }) { fixture in
             // The test client connects from 127.0.0.1, as the nginx of deploy/ does.
             let browser = ConsoleClient(fixture.client)
             let response = try await browser.post(
                 "/console/login", form: ["token": Self.token], headers: [.xForwardedProto: "https"])
             #expect(try #require(response.headers[.setCookie]).hasSuffix("; Secure"))
+        }
+    }
+
+    @Test func aLoopbackPeerThatIsNotATrustedProxyCannotClaimTLS() async throws {
+        try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
+            let browser = ConsoleClient(fixture.client)
+            let response = try await browser.post(
+                "/console/login", form: ["token": Self.token], headers: [.xForwardedProto: "https"])
+            #expect(try !#require(response.headers[.setCookie]).contains("Secure"), "no --trusted-proxy: the header is the client's own word")
         }
     }
 

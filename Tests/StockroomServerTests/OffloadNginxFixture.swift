@@ -42,6 +42,8 @@ struct OffloadNginxFixture: Sendable {
             AttackLimitTests.withHugeProduct(&configuration)
             Self.addOddProduct(&configuration)
             configuration.offload = offload
+            // As `stockroom deploy nginx` tells the operator: nginx reaches Stockroom from loopback.
+            configuration.trustedProxies = try! TrustedProxies(parsing: ["127.0.0.1"])
             configure(&configuration)
             content.folder.withLock { $0 = configuration.contentFolder }
         }) { server in

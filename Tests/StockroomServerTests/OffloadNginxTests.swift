@@ -145,7 +145,7 @@ import Testing
     }
 
     @Test func anOffloadedDownloadHoldsNoSlotWhileNginxSendsIt() async throws {
-        try await OffloadNginxFixture.run({ $0.maxDownloadsPerTransaction = 1 }) { nginx in
+        try await OffloadNginxFixture.run({ $0.maxDownloadsPerPurchase = 1 }) { nginx in
             let purchase = try await nginx.server.control.purchase(AttackLimitTests.huge)
             let token = DownloadFixture.token(purchase.transactionId, product: AttackLimitTests.huge)
             let tx = purchase.transactionId
@@ -160,6 +160,42 @@ import Testing
             #expect(second.status == 206)
             #expect(second.body == [UInt8](repeating: 0, count: 100))
         }
+    }
+
+    @Test func parallelRequestsOfOnePurchaseAreAllServedWhenNginxSendsTheBytes() async throws {
+        // A multi-connection downloader (aria2c, a background session's parallel ranges): with
+        // offload, authorising takes no stream slot, so the per-purchase and per-client caps
+        // (here 1 each) do not turn its ranges away.
+        try await OffloadNginxFixture.run({ $0.maxDownloadsPerPurchase = 1; $0.maxDownloadsPerClient = 1 }) { nginx in
+            let purchase = try await nginx.server.control.purchase(AttackLimitTests.huge)
+            let token = DownloadFixture.token(purchase.transactionId, product: AttackLimitTests.huge)
+            _ = try? await nginx.post(purchase, product: AttackLimitTests.huge, limit: 64 * 1024)
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<8 {
+                    group.addTask {
+                        let start = index * 1_000_000
+                        return try await nginx.content(purchase.transactionId, token: token, headers: [("Range", "bytes=\(start)-\(start + 999_999)")]).status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 206, count: 8))
+        }
+    }
+
+    @Test func theSiteKeepsOperatorSurfacesOffItsPublicSide() async throws {
+        try await OffloadNginxFixture.run { nginx in
+            let metrics = try await nginx.send(.get, "/metrics")
+            #expect(metrics.status == 404, "metrics are scraped from Stockroom itself")
+            #expect(try await nginx.send(.get, "/openapi.json").status == 200, "this machine may read the contract")
+            #expect(try await nginx.send(.get, "/v1/catalog").status == 200)
+        }
+        let site = try NginxSite(listen: "443", stockroom: "http://127.0.0.1:8080", contentFolder: "/srv/content")
+        for location in ["location = /openapi.json {", "location ^~ /v1/admin/ {", "location ^~ /console {"] {
+            let block = try #require(site.serverBlock.components(separatedBy: location).dropFirst().first)
+            #expect(block.components(separatedBy: "}").first?.contains("deny all;") == true, "\(location) answers an allow list only")
+        }
+        #expect(site.httpInclude.contains("--trusted-proxy 127.0.0.1"))
     }
 
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

@@ -10,7 +10,7 @@ import StockroomEntitlement
 /// Pages without a session redirect to the sign-in form; actions without one are 401, and a
 /// form post without the session's CSRF token is 403. Every action goes through `Entitlements`,
 /// the same calls the admin API makes: the console has no path of its own to the ledger.
-struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable {
+struct ConsoleController<Context: RemoteAddressRequestContext & ClientAddressContext>: Sendable {
     let entitlements: Entitlements
     let insights: any LedgerInsights
     let sessions: ConsoleSessions
@@ -79,7 +79,7 @@ struct ConsoleController<Context: RemoteAddressRequestContext>: Sendable {
     /// `HttpOnly; SameSite=Strict; Path=/console`, and `Secure` when the request came over TLS.
     private func sessionCookie(_ value: String, maxAge: Int64, request: Request, context: Context) -> String {
         var cookie = "\(ConsoleSessions.cookieName)=\(value); Max-Age=\(maxAge); Path=/console; HttpOnly; SameSite=Strict"
-        if ConsoleTransport.isSecure(request, peer: context.remoteAddress) { cookie += "; Secure" }
+        if ConsoleTransport.isSecure(request, fromTrustedProxy: context.isFromTrustedProxy) { cookie += "; Secure" }
         return cookie
     }
 

@@ -19,10 +19,10 @@ enum ConsoleTransport {
     }
 
     /// Whether the browser reached us over HTTPS: Stockroom speaks plain HTTP itself, so only a
-    /// proxy on this machine (the nginx of `deploy/`, as for `X-Forwarded-For`) can say so, with
-    /// `X-Forwarded-Proto: https`. A direct client's header is ignored.
-    static func isSecure(_ request: Request, peer: SocketAddress?) -> Bool {
-        guard let address = peer?.ipAddress, LoopbackHost.contains(address) else { return false }
+    /// trusted proxy (`--trusted-proxy`, the nginx of `deploy/`, as for `X-Forwarded-For`) can say
+    /// so, with `X-Forwarded-Proto: https`. A direct client's header is ignored.
+    static func isSecure(_ request: Request, fromTrustedProxy: Bool) -> Bool {
+        guard fromTrustedProxy else { return false }
         return request.headers[.xForwardedProto]?.lowercased() == "https"
     }
 }

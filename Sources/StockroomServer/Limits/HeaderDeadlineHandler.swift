@@ -4,7 +4,8 @@ import NIOHTTPTypes
 /// Closes a connection whose request head does not arrive in time (`--header-timeout`): counted
 /// from the connection's start, and from the first byte of each later request. A client that
 /// trickles header bytes (slowloris) holds no connection past it; waiting between requests is
-/// the idle timeout's business.
+/// the idle timeout's business. It also tells the connection gate whether a request is in
+/// progress, so that the gate makes room by closing idle connections only.
 ///
 /// It sits first in the pipeline to see raw bytes; `RequestHeadSignal`, after the HTTP decoder,
 /// tells it when a head is complete and when a response has ended.
@@ -14,13 +15,16 @@ final class HeaderDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler
     typealias OutboundIn = Any
     typealias OutboundOut = Any
 
-    private let timeout: TimeAmount
+    /// nil sets no deadline: the handler then only reports activity.
+    private let timeout: TimeAmount?
+    private let activity: ConnectionActivity?
     private var deadline: Scheduled<Void>?
     /// Heads read whose responses have not ended.
     private var openRequests = 0
 
-    init(timeout: TimeAmount) {
+    init(timeout: TimeAmount?, activity: ConnectionActivity?) {
         self.timeout = timeout
+        self.activity = activity
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -41,10 +45,14 @@ final class HeaderDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch event {
         case RequestHeadSignal.Event.headRead:
             openRequests += 1
+            activity?.requestStarted()
             cancelDeadline()
             promise?.succeed()
         case RequestHeadSignal.Event.responseEnded:
-            openRequests = max(0, openRequests - 1)
+            if openRequests > 0 {
+                openRequests -= 1
+                activity?.requestEnded()
+            }
             promise?.succeed()
         default:
             context.triggerUserOutboundEvent(event, promise: promise)
@@ -62,7 +70,7 @@ final class HeaderDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// Starts the clock unless it runs already.
     private func startDeadline(_ context: ChannelHandlerContext) {
-        guard deadline == nil else { return }
+        guard deadline == nil, let timeout else { return }
         deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
             deadline = nil
             if openRequests == 0 { context.close(promise: nil) }

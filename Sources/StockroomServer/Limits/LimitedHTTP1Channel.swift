@@ -2,45 +2,79 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import ServiceLifecycle
+import StockroomCore
 
-/// Hummingbird's HTTP/1 channel with Stockroom's connection limits: its idle timeout
-/// (`--idle-timeout`, closing a connection with no request in progress) and a header deadline
-/// in front (`--header-timeout`). A zero duration turns either off.
+/// Hummingbird's HTTP/1 channel with Stockroom's connection limits (`ConnectionLimits`): a cap on
+/// open connections, an idle timeout, a header deadline, a body deadline and minimum rate, a
+/// minimum send rate, and a bounded drain on graceful shutdown. A zero duration or rate turns
+/// that one off.
 struct LimitedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
     private let http1: HTTP1Channel
-    private let headerTimeout: TimeAmount?
+    private let limits: ConnectionLimits
+    private let gate: ConnectionGate?
 
-    init(responder: @escaping HTTPChannelHandler.Responder, idleTimeout: Duration, headerTimeout: Duration) {
-        let idle = idleTimeout > .zero ? TimeAmount(idleTimeout) : nil
-        self.headerTimeout = headerTimeout > .zero ? TimeAmount(headerTimeout) : nil
-        let signal = self.headerTimeout != nil
+    init(responder: @escaping HTTPChannelHandler.Responder, limits: ConnectionLimits, gate: ConnectionGate?) {
+        self.limits = limits
+        self.gate = gate
+        let idle = limits.idleTimeout > .zero ? TimeAmount(limits.idleTimeout) : nil
+        let signal = limits.headerTimeout > .zero || gate != nil
+        let body = limits.bodyTimeout > .zero ? TimeAmount(limits.bodyTimeout) : nil
+        let rate = limits.bodyMinimumRate
         http1 = HTTP1Channel(
-            responder: responder, configuration: .init(additionalChannelHandlers: signal ? [RequestHeadSignal()] : [], idleTimeout: idle))
+            responder: responder,
+            configuration: .init(
+                additionalChannelHandlers: (signal ? [RequestHeadSignal()] : [])
+                    + (body.map { [BodyDeadlineHandler(timeout: $0, minimumRate: rate)] } ?? []),
+                idleTimeout: idle))
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        guard let headerTimeout else { return http1.setup(channel: channel, logger: logger) }
-        return channel.eventLoop.makeCompletedFuture {
-            try channel.pipeline.syncOperations.addHandler(HeaderDeadlineHandler(timeout: headerTimeout), position: .first)
+        let activity = gate?.admit(channel)
+        let refused = gate != nil && activity == nil
+        let limits = self.limits
+        return channel.eventLoop.makeCompletedFuture { [activity] in
+            let pipeline = channel.pipeline.syncOperations
+            if refused {
+                // Answered 503 and closed once active; nothing it sends reaches a route.
+                try pipeline.addHandler(ConnectionRefusal(), position: .first)
+                return
+            }
+            if limits.headerTimeout > .zero || activity != nil {
+                let timeout = limits.headerTimeout > .zero ? TimeAmount(limits.headerTimeout) : nil
+                try pipeline.addHandler(HeaderDeadlineHandler(timeout: timeout, activity: activity), position: .first)
+            }
+            if limits.sendTimeout > .zero, limits.minimumSendRate > 0 {
+                try pipeline.addHandler(SendRateHandler(window: TimeAmount(limits.sendTimeout), minimumRate: limits.minimumSendRate), position: .first)
+            }
         }.flatMap {
             http1.setup(channel: channel, logger: logger)
         }
     }
 
     func handle(value: Value, logger: Logger) async {
-        await http1.handle(value: value, logger: logger)
+        let channel = value.channel
+        let grace = limits.shutdownGrace
+        await withGracefulShutdownHandler {
+            await http1.handle(value: value, logger: logger)
+        } onGracefulShutdown: {
+            // Hummingbird lets the request in progress finish; a stream that outlasts the grace is cut.
+            channel.eventLoop.scheduleTask(in: TimeAmount(grace)) {
+                guard channel.isActive else { return }
+                StockroomMetrics.connectionCut(.shutdown)
+                channel.close(promise: nil)
+            }
+        }
     }
 }
 
 extension HTTPServerBuilder {
-    /// HTTP/1 with the idle and header timeouts of `configuration`.
-    static func http1(limitsOf configuration: ServerConfiguration) -> HTTPServerBuilder {
-        let idle = configuration.idleTimeout
-        let header = configuration.headerTimeout
-        return HTTPServerBuilder { responder in
-            LimitedHTTP1Channel(responder: responder, idleTimeout: idle, headerTimeout: header)
+    /// HTTP/1 with the connection limits of `configuration`, counted by `gate`.
+    static func http1(limits: ConnectionLimits, gate: ConnectionGate?) -> HTTPServerBuilder {
+        HTTPServerBuilder { responder in
+            LimitedHTTP1Channel(responder: responder, limits: limits, gate: gate)
         }
     }
 }

@@ -1,4 +1,6 @@
 import Hummingbird
+import NIOCore
+import NIOHTTP1
 import Logging
 import StockroomCore
 import StockroomHTTP
@@ -19,6 +21,16 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 headers: error.headers)
         } catch let error as any HTTPResponseError {
             return ErrorBody.response(status: error.status, code: Self.code(for: error.status), message: error.status.reasonPhrase)
+        } catch let error as HTTPParserError {
+            // Malformed framing (a bad chunk size, say) found while reading the body: the client's
+            // fault, and the connection cannot be trusted to carry another request.
+            context.logger.debug("malformed request framing", metadata: ["error": "\(error)"])
+            return ErrorBody.response(
+                status: .badRequest, code: "bad_request", message: "The request's HTTP framing is malformed.", headers: [.connection: "close"])
+        } catch let error as ChannelError where error == .ioOnClosedChannel || error == .eof || error == .inputClosed {
+            // The client went away, or a limit closed its connection: nothing to answer, nothing wrong here.
+            context.logger.debug("client connection closed during the request", metadata: ["error": "\(error)"])
+            throw error
         } catch {
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
             return ErrorBody.response(status: .internalServerError, code: "internal_error", message: "Internal server error; the request id is in the X-Request-Id header.")

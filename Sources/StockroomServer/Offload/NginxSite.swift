@@ -79,7 +79,10 @@ public struct NginxSite: Sendable, Equatable {
         # Stockroom behind nginx, printed by `stockroom deploy nginx`. Include this file inside nginx's
         # http { } block (Debian: /etc/nginx/conf.d/stockroom.conf): log_format and upstream are valid
         # only there. Run Stockroom with:
-        #   stockroom serve --offload x-accel-redirect --offload-prefix \(offloadPrefix) --offload-report \(report)
+        #   stockroom serve --offload x-accel-redirect --offload-prefix \(offloadPrefix) --offload-report \(report) \\
+        #     --trusted-proxy \(trustedProxy)
+        # --trusted-proxy names the address this nginx connects to Stockroom from, so Stockroom counts
+        # each client by the X-Forwarded-For entry nginx adds\(trustedProxyNote).
 
         # One syslog line per offloaded download, received by Stockroom's --offload-report listener.
         \(Self.logFormat)
@@ -94,6 +97,39 @@ public struct NginxSite: Sendable, Equatable {
 
         \(serverBlock)
         """
+    }
+
+    /// The proxying shared by every location that reaches Stockroom, indented for a location.
+    var proxyLines: String {
+        """
+                proxy_pass \(stockroomScheme)://stockroom;
+                proxy_http_version 1.1;
+                proxy_set_header Connection "";
+                proxy_set_header Host $host;
+                # Stockroom reads the last address here, from a --trusted-proxy peer only, for its per-client limits.
+                proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+                proxy_set_header X-Forwarded-Proto $scheme;
+                proxy_buffering off;
+                proxy_request_buffering off;
+                proxy_read_timeout 300s;
+        """
+    }
+
+    /// The `--trusted-proxy` Stockroom needs: the loopback address nginx reaches it from when every
+    /// instance is on this machine; otherwise this host's address on Stockroom's network.
+    public var trustedProxy: String {
+        if stockroomAuthorities.allSatisfy({ $0.hasPrefix("[::1]") }) { return "::1" }
+        if stockroomAuthorities.allSatisfy({ Self.isLoopbackAuthority($0) }) { return "127.0.0.1" }
+        return "<this nginx host's address>"
+    }
+
+    private var trustedProxyNote: String {
+        trustedProxy.hasPrefix("<") ? " (Stockroom runs on another host: name the address this nginx host reaches it from)" : ""
+    }
+
+    private static func isLoopbackAuthority(_ authority: String) -> Bool {
+        let host = authority.hasPrefix("[") ? String(authority.prefix { $0 != "]" }.dropFirst()) : String(authority.prefix { $0 != ":" })
+        return LoopbackHost.contains(host)
     }
 
     /// The `server { }` block alone.
@@ -117,18 +153,33 @@ public struct NginxSite: Sendable, Equatable {
                 client_body_timeout 10s;
                 keepalive_timeout 60s;            # as Stockroom's --idle-timeout
 
-                # Everything is Stockroom's: the catalogue, every decision, every refusal (its JSON).
+                # Everything public is Stockroom's: the catalogue, every decision, every refusal (its JSON).
                 location / {
-                    proxy_pass \(stockroomScheme)://stockroom;
-                    proxy_http_version 1.1;
-                    proxy_set_header Connection "";
-                    proxy_set_header Host $host;
-                    # Stockroom reads the last address here, only from a loopback peer, for --upstream-rate.
-                    proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-                    proxy_set_header X-Forwarded-Proto $scheme;
-                    proxy_buffering off;
-                    proxy_request_buffering off;
-                    proxy_read_timeout 300s;
+            \(proxyLines)
+                }
+
+                # Operator surfaces stay off the public side. Prometheus scrapes Stockroom itself (on its
+                # loopback port, or --metrics-address); the contract is served to this machine only.
+                location = /metrics { return 404; }
+                location = /openapi.json {
+                    allow 127.0.0.1;
+                    allow ::1;
+                    deny all;
+            \(proxyLines)
+                }
+                # The admin API and the web console (each behind STOCKROOM_ADMIN_TOKEN too): from this
+                # machine only; add an `allow` line for each operator network before `deny all`.
+                location ^~ /v1/admin/ {
+                    allow 127.0.0.1;
+                    allow ::1;
+                    deny all;
+            \(proxyLines)
+                }
+                location ^~ /console {
+                    allow 127.0.0.1;
+                    allow ::1;
+                    deny all;
+            \(proxyLines)
                 }
 
                 # An authorised download: Stockroom answers with its headers and

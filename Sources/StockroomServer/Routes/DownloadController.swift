@@ -14,7 +14,7 @@ struct DownloadController<Context: ClientAddressContext> {
     let catalog: CatalogStore
     let entitlements: Entitlements
     let responder: ContentResponder<LocalContentStore>
-    /// Concurrent streams, in all and per transaction; a full house answers 429.
+    /// Concurrent streams, in all, per purchase and per client; a full house answers 429.
     let slots: DownloadSlots
     /// When set (`--offload`), nginx sends the bytes: answers carry `X-Accel-Redirect` and no body.
     var offload: OffloadResponder? = nil
@@ -38,7 +38,7 @@ struct DownloadController<Context: ClientAddressContext> {
                 appAccountToken: input.appAccountToken, client: context.clientAddress(of: request), customerConsented: input.consent))
         switch claim {
         case .entitled(let row, let token):
-            let slot = try acquireSlot(row.transactionID)
+            let slot = try acquireSlot(purchase: row.originalTransactionID, request: request, context: context)
             return try await stream(row, product: product, head: nil, token: token, slot: slot, context: context)
         case .refused(let refusal):
             throw DownloadError.refused(refusal)
@@ -56,8 +56,10 @@ struct DownloadController<Context: ClientAddressContext> {
         if case .failure(let refusal) = entitlements.authorize(transactionID, bearer: Self.bearer(request)) {
             throw DownloadError.refused(refusal)
         }
-        // A slot before the ledger counts the attempt: a full house changes nothing.
-        let slot = try acquireSlot(transactionID)
+        // A slot before the ledger counts the attempt: a full house changes nothing. The slot
+        // counts the purchase (original transaction) the record names; the resume then decides.
+        let purchase = offload == nil ? try await entitlements.ledger.fulfilment(transactionID)?.originalTransactionID : nil
+        let slot = try acquireSlot(purchase: purchase ?? transactionID, request: request, context: context)
         let row = try await entitlements.resume(transactionID, bearer: Self.bearer(request)).orRefuse()
         guard let product = catalog.catalog.product(id: row.productID) else { throw DownloadError.unknownProduct(row.productID) }
         return try await stream(row, product: product, head: request.head, token: nil, slot: slot, context: context)
@@ -91,9 +93,11 @@ struct DownloadController<Context: ClientAddressContext> {
         return String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
     }
 
-    /// A stream's slot, or 429 with `Retry-After` when the server or this transaction is at its limit.
-    private func acquireSlot(_ transactionID: String) throws(DownloadError) -> DownloadSlot {
-        guard let slot = slots.acquire(transactionID: transactionID) else { throw .busy(retryAfter: .seconds(5)) }
+    /// A stream's slot, or 429 with `Retry-After` when the server, this purchase or this client is
+    /// at its limit. With offload nginx sends the bytes, so authorising takes no slot (nil).
+    private func acquireSlot(purchase: String, request: Request, context: Context) throws(DownloadError) -> DownloadSlot? {
+        guard offload == nil else { return nil }
+        guard let slot = slots.acquire(purchase: purchase, client: context.clientAddress(of: request)) else { throw .busy(retryAfter: .seconds(5)) }
         return slot
     }
 
@@ -101,16 +105,15 @@ struct DownloadController<Context: ClientAddressContext> {
     /// With offload, answers with the headers and `X-Accel-Redirect` instead, and nginx's report
     /// tells the ledger.
     private func stream(
-        _ row: Fulfilment, product: Product, head: HTTPRequest?, token: String?, slot: DownloadSlot, context: Context
+        _ row: Fulfilment, product: Product, head: HTTPRequest?, token: String?, slot: DownloadSlot?, context: Context
     ) async throws -> Response {
         var headers: HTTPFields = [
             .transactionID: row.transactionID, .location: "/v1/downloads/\(row.transactionID)/content", .cacheControl: "no-store",
         ]
         if let token { headers[.downloadToken] = token }
         if let offload {
-            // nginx sends the bytes after this response: the slot is held for the response only,
-            // and nginx's report to OffloadReportListener records the delivery.
-            defer { slot.release() }
+            // nginx sends the bytes after this response, and its report to OffloadReportListener
+            // records the delivery.
             return try await offload.response(representation: product.representation, extraHeaders: headers)
         }
         // A POST answers with the whole file: Range applies to the resumable GET only.
@@ -120,7 +123,7 @@ struct DownloadController<Context: ClientAddressContext> {
         let transactionID = row.transactionID
         let size = product.size
         return try await responder.response(to: plannedHead, representation: product.representation, extraHeaders: headers) { report in
-            slot.release()
+            slot?.release()
             StockroomMetrics.bytesStreamed(report.bytesSent)
             do {
                 try await ledger.recordDelivery(transactionID, report: report, fileSize: size)

@@ -13,10 +13,16 @@ struct HealthController<Context: RequestContext> {
     let ledger: any Ledger
     let slots: DownloadSlots
 
-    func addRoutes(to router: Router<Context>) {
+    /// `withMetrics` false leaves `/metrics` to the listener of `--metrics-address`.
+    func addRoutes(to router: Router<Context>, withMetrics: Bool = true) {
         router.get("healthz", use: health)
-        router.get("metrics", use: exposition)
+        if withMetrics { addMetricsRoute(to: router) }
         router.get("openapi.json", use: contract)
+    }
+
+    /// `/metrics` alone.
+    func addMetricsRoute(to router: Router<Context>) {
+        router.get("metrics", use: exposition)
     }
 
     /// The API contract (`openapi.yaml`, as JSON).

@@ -1,13 +1,13 @@
 import Foundation
-import PostgresNIO
+import NIOCore
+import NIOPosix
 import StockroomCore
-import StockroomTestSupport
 
 /// A `stockroom serve` process a test started, spoken to over loopback, stopped by the test.
-final class StockroomProcess: @unchecked Sendable {
+public final class StockroomProcess: @unchecked Sendable {
     private let process: Process
     private let log: String
-    let port: Int
+    public let port: Int
 
     private init(process: Process, log: String, port: Int) {
         self.process = process
@@ -16,12 +16,12 @@ final class StockroomProcess: @unchecked Sendable {
     }
 
     /// Why a process could not be had.
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
     }
 
     /// The `stockroom` binary beside the test runner (`swift build` puts both in `.build/debug`).
-    static func binary() throws -> String {
+    public static func binary() throws -> String {
         var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         for _ in 0..<4 {
             let candidate = folder.appendingPathComponent("stockroom").path
@@ -32,7 +32,7 @@ final class StockroomProcess: @unchecked Sendable {
     }
 
     /// A TCP port nothing listens on at the moment of asking.
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
         defer { try? channel.close().wait() }
         guard let port = channel.localAddress?.port else { throw Failure(description: "no free port") }
@@ -40,10 +40,21 @@ final class StockroomProcess: @unchecked Sendable {
     }
 
     /// Starts `stockroom serve` on 127.0.0.1:`port` in `folder` (its working directory and log).
-    static func serve(_ binary: String, folder: String, port: Int, arguments: [String], environment: [String: String]) throws -> StockroomProcess {
+    /// `descriptors` sets the process's soft and hard open-file limits first (through `sh`'s
+    /// `ulimit`, which `exec`s the server), as a low systemd or container limit would.
+    public static func serve(
+        _ binary: String, folder: String, port: Int, arguments: [String], environment: [String: String],
+        descriptors: (soft: Int, hard: Int)? = nil
+    ) throws -> StockroomProcess {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--host", "127.0.0.1", "--port", String(port)] + arguments
+        let serve = ["serve", "--host", "127.0.0.1", "--port", String(port)] + arguments
+        if let descriptors {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -Sn \(descriptors.soft) && ulimit -Hn \(descriptors.hard) && exec \"$0\" \"$@\"", binary] + serve
+        } else {
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = serve
+        }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.currentDirectoryURL = URL(fileURLWithPath: folder)
         let log = folder + "/serve.log"
@@ -55,7 +66,7 @@ final class StockroomProcess: @unchecked Sendable {
     }
 
     /// Waits (up to 60 s) until `/healthz` answers; a process that exits first fails with its log.
-    func waitUntilHealthy() async throws {
+    public func waitUntilHealthy() async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             guard process.isRunning else {
@@ -70,7 +81,7 @@ final class StockroomProcess: @unchecked Sendable {
     /// Runs a `stockroom` command to its end; its standard output, or a failure with both streams
     /// when it exits non-zero. The streams go to files, so no thread of the test blocks on a pipe
     /// (the simulator the command talks to runs in this process).
-    static func run(_ binary: String, _ arguments: [String], environment: [String: String]) async throws -> String {
+    public static func run(_ binary: String, _ arguments: [String], environment: [String: String]) async throws -> String {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stockroom-run-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -98,15 +109,38 @@ final class StockroomProcess: @unchecked Sendable {
     }
 
     /// One request to this instance.
-    func send(_ method: UpstreamRequest.Method, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil) async throws -> UpstreamResponse {
+    public func send(_ method: UpstreamRequest.Method, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil) async throws -> UpstreamResponse {
         let request = UpstreamRequest(
             method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers.map { (name: $0.0, value: $0.1) }, body: body)
         return try await Self.client.send(request)
     }
 
+    /// The process ID, for reading `/proc/<pid>/fd`.
+    public var pid: Int32 { process.processIdentifier }
+
+    /// Whether the process still runs.
+    public var isRunning: Bool { process.isRunning }
+
+    /// The exit status once it has exited (a signal's number when a signal ended it).
+    public var exitStatus: Int32? { process.isRunning ? nil : process.terminationStatus }
+
+    /// What the process has logged so far.
+    public var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+
+    /// How long until the process exits, polled without blocking a thread; nil when it still
+    /// runs after `limit`.
+    public func timeUntilExit(within limit: Duration) async -> Duration? {
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < limit {
+            if !process.isRunning { return ContinuousClock.now - start }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
     /// SIGTERM; the process stops gracefully on its own. Not waited for here: a blocking wait
     /// would hold one of the few threads the in-process simulator (and every other test) runs on.
-    func stop() {
+    public func stop() {
         guard process.isRunning else { return }
         process.terminate()
     }
