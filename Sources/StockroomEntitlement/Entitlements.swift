@@ -117,6 +117,12 @@ public struct Entitlements: Sendable {
         if let named = request.transactionID, named != verified.transactionID {
             return .refused(.rejected(.transactionNotInReceipt(named)))
         }
+        // The account Apple signed into the presented proof binds it, whatever the row on record
+        // says (a notification may have recorded it first): checked before any path serves it.
+        if let signed = verified.appAccountToken, request.appAccountToken != signed {
+            StockroomMetrics.verification(proof: "signedTransaction", outcome: "invalid", environment: verified.environment)
+            return .refused(.claimed(transactionID: verified.transactionID))
+        }
         // Xcode's transactions (accepted only with --accept-xcode) are unknown upstream: decided locally.
         guard let serverAPI, !XcodeTransactionVerifier.isXcodeShaped(verified.proof) else {
             StockroomMetrics.verification(proof: "signedTransaction", outcome: "valid", environment: verified.environment)
