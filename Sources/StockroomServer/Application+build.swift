@@ -104,7 +104,8 @@ public func buildApplication(
         ledger: ledger, receipts: receipts, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
         policy: EntitlementPolicy(
-            reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow, proratedRefund: configuration.proratedRefund),
+            reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow, proratedRefund: configuration.proratedRefund,
+            pendingProofs: configuration.pendingProofBounds),
         gate: configuration.upstreamRateLimiter(), logger: logger)
     let sender = trust.serverAPI.map { client in
         ServerCallSender(

@@ -27,6 +27,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup(title: "Limits") var limits: LimitOptions
     @OptionGroup(title: "nginx offload") var offload: OffloadOptions
     @OptionGroup(title: "Purchase lifecycle") var lifecycle: LifecycleOptions
+    @OptionGroup(title: "Pending proofs") var pendingProofs: PendingProofOptions
 
     func run() async throws {
         var configuration: StockroomServer.ServerConfiguration
@@ -38,6 +39,7 @@ struct Serve: AsyncParsableCommand {
         try limits.apply(to: &configuration)
         try offload.apply(to: &configuration)
         try lifecycle.apply(to: &configuration)
+        try pendingProofs.apply(to: &configuration)
         StreamingMemory.bound()
         let logLevel = configuration.logLevel
         LoggingSystem.bootstrap { label in
