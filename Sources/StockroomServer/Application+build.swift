@@ -120,8 +120,9 @@ public func buildApplication(
         slots: slots, offload: configuration.offloadResponder(store: contentStore)
     ).addRoutes(to: router.group("v1"))
     RestoreController(catalog: catalogStore, entitlements: entitlements).addRoutes(to: router.group("v1"))
-    if let adminToken = configuration.adminToken {
-        AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))
+    let reverificationJobs = configuration.adminToken == nil ? nil : ReverificationJobs(entitlements: entitlements, logger: logger)
+    if let adminToken = configuration.adminToken, let reverificationJobs {
+        AdminController(entitlements: entitlements, token: adminToken, jobs: reverificationJobs).addRoutes(to: router.group("v1"))
         if let insights = ledger as? any LedgerInsights {
             ConsoleController(entitlements: entitlements, insights: insights, adminToken: adminToken).addRoutes(to: router)
         }
@@ -140,7 +141,8 @@ public func buildApplication(
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Stockroom"),
         // The ledger's pool comes first: services stop in reverse order, so it outlives the requests.
         services: ledgerServices + [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)]
-            + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger) + (sender.map { [$0] } ?? []),
+            + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger) + (sender.map { [$0] } ?? [])
+            + (reverificationJobs.map { [$0] } ?? []),
         logger: logger
     )
 }
