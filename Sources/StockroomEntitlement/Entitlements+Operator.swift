@@ -19,8 +19,13 @@ extension Entitlements {
                 detail: "its pending proofs are being verified by another run")
         }
         let outcome = try await refulfil(row, dryRun: dryRun)
-        _ = try await refulfilPending(of: transactionID, dryRun: dryRun)
-        return outcome
+        guard let pending = Reverification.summary(of: try await refulfilPending(of: transactionID, dryRun: dryRun)) else { return outcome }
+        // Both said something: the more decisive verdict, the state the ledger ends in, both details.
+        var combined = Reverification.summary(of: [outcome, pending]) ?? outcome
+        combined.before = outcome.before
+        combined.after = try await ledger.fulfilment(transactionID)?.state.rawValue ?? combined.after
+        combined.detail = "stored proof: \(outcome.kind.rawValue), \(outcome.detail); kept proofs: \(pending.kind.rawValue), \(pending.detail)"
+        return combined
     }
 
     private func refulfil(_ row: Fulfilment, dryRun: Bool) async throws -> Reverification {
