@@ -80,6 +80,24 @@ import Testing
         }
     }
 
+    @Test(arguments: LedgerEngine.allCases) func aFloodOfMadeUpTransactionsStopsAtTheGlobalCap(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine, { $0.maxPendingProofs = 3; $0.maxPendingProofsPerClient = 100 }) { fixture in
+            let honest = try await fixture.control.purchase(Self.book)
+            try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 100_000])
+            for index in 0..<12 {
+                let id = String(2_300_000_000_000_000 + index)
+                let response = try await fixture.post(["productId": Self.book, "transactionId": id, "receiptData": Self.forgedTransactionReceipt(id)])
+                #expect(response.status == .serviceUnavailable)
+            }
+            #expect(try await Self.pendingCount(fixture) == 3, "the ledger keeps at most --max-pending-proofs, whoever sends them")
+            // Past the cap an honest buyer's proof is not kept either: they retry once the App Store is back, and are served.
+            #expect(try await fixture.post(honest).status == .serviceUnavailable)
+            #expect(try await Self.pendingCount(fixture) == 3)
+            _ = try await fixture.control.client.execute(uri: "/sim/faults", method: .delete)
+            #expect(try await fixture.post(honest).status == .ok)
+        }
+    }
+
     @Test(arguments: LedgerEngine.allCases) func aGenuineReceiptNamingMadeUpTransactionsKeepsNothing(_ engine: LedgerEngine) async throws {
         try await DownloadFixture.run(engine: engine) { fixture in
             let genuine = try await fixture.control.purchase(Self.book)
