@@ -30,7 +30,6 @@ extension Entitlements {
             (anchor, account) = (id, named)
         }
         guard let serverAPI else { return .refused(.notConfigured) }
-        if case .transactionID = request.proof, let refused = try await namedBindingRefusal(anchor, account: account) { return .refused(refused) }
         if let gate, let wait = gate.admit(request.client) { return .limited(retryAfter: wait) }
         if case .transactionID = request.proof, let account {
             switch try await confirmBinding(anchor, to: account, serverAPI: serverAPI) {
@@ -88,18 +87,14 @@ extension Entitlements {
         return .restored(report)
     }
 
-    /// What the ledger alone says of a transaction named by bare ID: bound to another account
-    /// is refused with no upstream call; nil leaves it to `confirmBinding`.
-    private func namedBindingRefusal(_ transactionID: String, account: String?) async throws -> RestoreRefusal? {
-        guard let bound = try await ledger.fulfilment(transactionID)?.appAccountToken, bound != account else { return nil }
-        return .accountNotBound(transactionID)
-    }
-
     /// Whether a transaction named by bare ID is bound to `account`, checked before any history
-    /// page is read: by the ledger, else by one App Store Server API lookup. An unknown
-    /// transaction and an unbound one get the same refusal.
+    /// page is read: by the ledger (bound to another account is refused with no upstream call),
+    /// else by one App Store Server API lookup. An unknown transaction and an unbound one get the
+    /// same refusal; it runs after the per-client gate, so a held-back client learns nothing either.
     private func confirmBinding(_ transactionID: String, to account: String, serverAPI: AppStoreServerAPIClient) async throws -> BindingCheck {
-        if try await ledger.fulfilment(transactionID)?.appAccountToken == account { return .bound }
+        if let bound = try await ledger.fulfilment(transactionID)?.appAccountToken {
+            return bound == account ? .bound : .refused(.accountNotBound(transactionID))
+        }
         switch await serverAPI.transaction(transactionID) {
         case .found(let info, _):
             guard case .success(let proof) = VerifiedProof.verifying(info, with: signedTransactions), proof.transactionID == transactionID,
