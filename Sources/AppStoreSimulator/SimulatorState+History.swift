@@ -62,7 +62,7 @@ extension SimulatorState {
         let next = min(start, customer.count) + page.count
         let now = AppleDate.nowMilliseconds()
         do {
-            let signed = try page.map { try signedTransaction($0, appAccountToken: $0.appAccountToken, at: now) }
+            let signed = try page.map { try signedTransaction($0, at: now) }
             return (
                 200,
                 [

@@ -41,7 +41,7 @@ extension SimulatorState {
         if let signed = notification.signedPayload { return signed }
         var data: [String: Any] = [
             "bundleId": notification.transaction.bundleID, "environment": notification.environment.rawValue,
-            "signedTransactionInfo": try signedTransaction(notification.transaction, appAccountToken: nil, at: notification.signedDateMilliseconds),
+            "signedTransactionInfo": try signedTransaction(notification.transaction, at: notification.signedDateMilliseconds),
         ]
         if let reason = notification.consumptionRequestReason { data["consumptionRequestReason"] = reason }
         var payload: [String: Any] = [

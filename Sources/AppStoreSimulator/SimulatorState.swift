@@ -61,7 +61,7 @@ actor SimulatorState {
             return (401, ["errorCode": 4010000, "errorMessage": problem])
         }
         do {
-            return (200, ["signedTransactionInfo": try signedTransaction(transaction, appAccountToken: nil, at: AppleDate.nowMilliseconds())])
+            return (200, ["signedTransactionInfo": try signedTransaction(transaction, at: AppleDate.nowMilliseconds())])
         } catch {
             return (500, ["errorCode": 5000000, "errorMessage": "\(error)"])
         }
@@ -116,7 +116,7 @@ actor SimulatorState {
         return PurchaseResult(
             transactionId: id, originalTransactionId: transaction.originalTransactionID, productId: transaction.productID,
             bundleId: transaction.bundleID, environment: transaction.environment, deviceId: transaction.deviceID,
-            receiptData: receipt, signedTransaction: try signedTransaction(transaction, appAccountToken: request.appAccountToken, at: now),
+            receiptData: receipt, signedTransaction: try signedTransaction(transaction, at: now),
             type: type, expiresDate: expires, transactionReceipt: style == "transaction" ? try transactionReceipt(for: transaction) : nil)
     }
 
@@ -137,7 +137,7 @@ actor SimulatorState {
         }
         return RefundResult(
             transaction: VerifyReceiptBody.InApp(transaction),
-            signedTransaction: try signedTransaction(transaction, appAccountToken: nil, at: AppleDate.nowMilliseconds()))
+            signedTransaction: try signedTransaction(transaction, at: AppleDate.nowMilliseconds()))
     }
 
     func enqueue(_ fault: Fault) throws(SimulatorError) -> Int {
@@ -204,8 +204,9 @@ actor SimulatorState {
             latestReceipt: receiptData)
     }
 
-    /// The StoreKit 2 JWS of `transaction`, as Apple's `JWSTransactionDecodedPayload`.
-    func signedTransaction(_ transaction: SimulatedTransaction, appAccountToken: String?, at now: Int64) throws(SimulatorError) -> String {
+    /// The StoreKit 2 JWS of `transaction`, as Apple's `JWSTransactionDecodedPayload`: the
+    /// purchase's `appAccountToken` is in every copy (notifications, the Server API, history), as Apple signs it.
+    func signedTransaction(_ transaction: SimulatedTransaction, at now: Int64) throws(SimulatorError) -> String {
         var payload: [String: Any] = [
             "transactionId": transaction.transactionID, "originalTransactionId": transaction.originalTransactionID,
             "productId": transaction.productID, "bundleId": transaction.bundleID, "purchaseDate": transaction.purchaseDateMilliseconds,
@@ -218,7 +219,7 @@ actor SimulatorState {
             if let type = transaction.revocationType { payload["revocationType"] = type }
             if let percentage = transaction.revocationPercentage { payload["revocationPercentage"] = percentage }
         }
-        if let appAccountToken { payload["appAccountToken"] = appAccountToken }
+        if let appAccountToken = transaction.appAccountToken { payload["appAccountToken"] = appAccountToken }
         if let expires = transaction.expiresDateMilliseconds { payload["expiresDate"] = expires }
         do {
             return try signingChain.sign(payload: Array(try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])))

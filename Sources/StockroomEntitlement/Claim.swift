@@ -59,11 +59,17 @@ public struct EntitlementPolicy: Sendable, Equatable {
     public var allowsSandbox: Bool
     /// What a prorated refund (`REFUND` with `revocationType` `REFUND_PRORATED`) does (`--prorated-refund`).
     public var proratedRefund: ProratedRefundPolicy
+    /// How many unverified proofs an outage may leave in the ledger, and for how long rejected ones stay.
+    public var pendingProofs: PendingProofBounds
 
-    public init(reverifyAfter: Duration = .seconds(24 * 3600), allowsSandbox: Bool = true, proratedRefund: ProratedRefundPolicy = .revoke) {
+    public init(
+        reverifyAfter: Duration = .seconds(24 * 3600), allowsSandbox: Bool = true, proratedRefund: ProratedRefundPolicy = .revoke,
+        pendingProofs: PendingProofBounds = PendingProofBounds()
+    ) {
         self.reverifyAfter = reverifyAfter
         self.allowsSandbox = allowsSandbox
         self.proratedRefund = proratedRefund
+        self.pendingProofs = pendingProofs
     }
 }
 

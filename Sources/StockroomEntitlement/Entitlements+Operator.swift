@@ -4,14 +4,37 @@ import StockroomCore
 /// The operator's decisions: re-verify a stored proof or the kept pending proofs, revoke,
 /// reinstate. A re-verification never lifts a revocation.
 extension Entitlements {
-    /// Re-verifies `transactionID`'s stored proof with the App Store now (never from a cache).
+    /// Re-verifies `transactionID`'s stored proof with the App Store now (never from a cache),
+    /// then the pending proofs kept under it. A transaction with no row but pending proofs (what
+    /// `fulfilments list --state pending` shows) is re-fulfilled from those proofs.
     public func refulfil(_ transactionID: String, dryRun: Bool = false) async throws -> Reverification {
-        guard let row = try await ledger.fulfilment(transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
+        guard let row = try await ledger.fulfilment(transactionID) else {
+            let outcomes = try await refulfilPending(of: transactionID, dryRun: dryRun)
+            if let summary = Reverification.summary(of: outcomes) { return summary }
+            guard let insights = ledger as? any LedgerInsights,
+                try await insights.pendingProofs(of: transactionID, limit: 1).contains(where: { $0.status == .pending })
+            else { throw LedgerError.unknownTransaction(transactionID) }
+            return Reverification(
+                kind: .unchanged, transactionID: transactionID, before: "pending", after: "pending",
+                detail: "its pending proofs are being verified by another run")
+        }
+        let outcome = try await refulfil(row, dryRun: dryRun)
+        guard let pending = Reverification.summary(of: try await refulfilPending(of: transactionID, dryRun: dryRun)) else { return outcome }
+        // Both said something: the more decisive verdict, the state the ledger ends in, both details.
+        var combined = Reverification.summary(of: [outcome, pending]) ?? outcome
+        combined.before = outcome.before
+        combined.after = try await ledger.fulfilment(transactionID)?.state.rawValue ?? combined.after
+        combined.detail = "stored proof: \(outcome.kind.rawValue), \(outcome.detail); kept proofs: \(pending.kind.rawValue), \(pending.detail)"
+        return combined
+    }
+
+    private func refulfil(_ row: Fulfilment, dryRun: Bool) async throws -> Reverification {
+        let transactionID = row.transactionID
         let before = row.state.rawValue
         func outcome(_ kind: Reverification.Kind, _ after: String, _ detail: String) -> Reverification {
             Reverification(kind: kind, transactionID: transactionID, before: before, after: after, detail: detail)
         }
-        let verdict = await reverify(kind: row.proofKind, proof: row.proof, transactionID: transactionID)
+        let verdict = await reverify(kind: row.proofKind, proof: row.proof, transactionIDs: [transactionID])[transactionID] ?? .unavailable("no verdict")
         switch verdict {
         case .verified(let proof):
             if dryRun { return outcome(row.state == .revoked ? .unchanged : .verified, before, "the App Store vouches for it (dry run)") }
@@ -31,18 +54,42 @@ extension Entitlements {
         }
     }
 
-    /// Re-verifies every kept pending proof; a valid one becomes an entitlement from Apple's answer.
-    public func refulfilPending(dryRun: Bool = false, progress: (Int, Int) -> Void = { _, _ in }) async throws -> [Reverification] {
+    /// Re-verifies every kept pending proof (only those kept under `transactionID`, when given);
+    /// a valid one becomes an entitlement from Apple's answer. Each distinct proof (by digest)
+    /// is verified once, whatever the number of rows kept under it; rejected proofs past their
+    /// retention are purged first. Stops between proofs when its task is cancelled.
+    public func refulfilPending(
+        of transactionID: String? = nil, dryRun: Bool = false, progress: (Int, Int) -> Void = { _, _ in }
+    ) async throws -> [Reverification] {
         // A dry run changes nothing, the lease included; a real run holds what it verifies, so a
         // second run at the same time (here or on another instance) takes only the rest.
-        let proofs =
-            dryRun
-            ? try await ledger.pendingProofs(status: .pending, limit: 100_000)
-            : try await ledger.leasePendingProofs(limit: 100_000, until: now().addingTimeInterval(Self.pendingLease), now: now())
+        let proofs: [PendingProof]
+        if dryRun {
+            proofs = try await ledger.pendingProofs(status: .pending, limit: 100_000).filter { transactionID == nil || $0.transactionID == transactionID }
+        } else {
+            _ = try await ledger.purgeRejectedPendingProofs(before: policy.pendingProofs.purgeCutoff(now: now()), limit: 100_000)
+            proofs = try await ledger.leasePendingProofs(
+                of: transactionID, limit: 100_000, until: now().addingTimeInterval(Self.pendingLease), now: now())
+        }
+        var groups: [String: [PendingProof]] = [:]
+        var order: [String] = []
+        for proof in proofs {
+            let key = "\(proof.proofKind.rawValue) \(proof.proofDigest)"
+            if groups[key] == nil { order.append(key) }
+            groups[key, default: []].append(proof)
+        }
         var outcomes: [Reverification] = []
-        for (index, pending) in proofs.enumerated() {
-            outcomes.append(try await refulfil(pending, dryRun: dryRun))
-            progress(index + 1, proofs.count)
+        progress(0, proofs.count)
+        for key in order {
+            try Task.checkCancellation()
+            guard let group = groups[key], let first = group.first else { continue }
+            var ids: [String] = []
+            for proof in group where !ids.contains(proof.transactionID) { ids.append(proof.transactionID) }
+            let verdicts = await reverify(kind: first.proofKind, proof: first.proof, transactionIDs: ids)
+            for pending in group {
+                outcomes.append(try await settle(pending, verdicts[pending.transactionID] ?? .unavailable("no verdict"), dryRun: dryRun))
+                progress(outcomes.count, proofs.count)
+            }
         }
         return outcomes
     }
@@ -51,12 +98,13 @@ extension Entitlements {
     /// short enough that a run that died leaves them to the next.
     static let pendingLease: TimeInterval = 600
 
-    private func refulfil(_ pending: PendingProof, dryRun: Bool) async throws -> Reverification {
+    /// What the App Store's verdict on a pending proof does to it and to the ledger.
+    private func settle(_ pending: PendingProof, _ verdict: ReverifyVerdict, dryRun: Bool) async throws -> Reverification {
         func outcome(_ kind: Reverification.Kind, _ after: String, _ detail: String) -> Reverification {
             Reverification(kind: kind, transactionID: pending.transactionID, before: "pending", after: after, detail: detail)
         }
         guard let id = pending.id else { return outcome(.unchanged, "pending", "no ID") }
-        switch await reverify(kind: pending.proofKind, proof: pending.proof, transactionID: pending.transactionID) {
+        switch verdict {
         case .verified(let proof):
             if dryRun { return outcome(.verified, "pending", "the App Store vouches for it (dry run)") }
             let result = try await record(proof, before: "pending", terms: .reverification)
@@ -101,44 +149,61 @@ extension Entitlements {
         case unavailable(String)
     }
 
-    func reverify(kind: Fulfilment.ProofKind, proof text: String, transactionID: String) async -> ReverifyVerdict {
+    /// The App Store's word now on a stored proof, for each transaction it is kept under: a
+    /// receipt is sent once however many transactions it names.
+    func reverify(kind: Fulfilment.ProofKind, proof text: String, transactionIDs: [String]) async -> [String: ReverifyVerdict] {
         switch kind {
         case .receipt:
-            guard let proof = ReceiptProof.parse(text) else { return .rejected("the stored proof is not a receipt") }
-            switch await receipts.verify(proof, productID: nil, transactionID: transactionID, freshness: .upstreamOnly) {
-            case .valid(let receipt):
-                guard let verified = VerifiedProof(receipt: receipt, proof: proof) else { return .rejected("the App Store lists no such transaction") }
-                return .verified(verified)
-            case .invalid(.revoked(let transaction)):
-                return .revoked(
-                    RevokedPurchase(
-                        transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
-                        productID: transaction.productID, bundleID: nil, environment: nil))
-            case .invalid(let reason):
-                return .rejected("\(reason.code): \(reason)")
-            case .unavailable(let reason, _):
-                return .unavailable(reason)
+            guard let proof = ReceiptProof.parse(text) else {
+                return Dictionary(transactionIDs.map { ($0, .rejected("the stored proof is not a receipt")) }, uniquingKeysWith: { first, _ in first })
             }
+            let verdicts = await receipts.verify(proof, transactionIDs: transactionIDs, freshness: .upstreamOnly)
+            return verdicts.mapValues { Self.reverifyVerdict($0, proof: proof) }
         case .signedTransaction:
-            let stored: VerifiedProof
-            switch VerifiedProof.verifying(text, with: signedTransactions) {
-            case .success(let proof): stored = proof
-            case .failure(let failure): return .rejected("the stored signed transaction does not verify: \(failure)")
+            var verdicts: [String: ReverifyVerdict] = [:]
+            for id in transactionIDs where verdicts[id] == nil { verdicts[id] = await reverify(signed: text, transactionID: id) }
+            return verdicts
+        }
+    }
+
+    /// verifyReceipt's verdict, as a re-verification reads it.
+    private static func reverifyVerdict(_ verdict: ReceiptVerdict, proof: ReceiptProof) -> ReverifyVerdict {
+        switch verdict {
+        case .valid(let receipt):
+            guard let verified = VerifiedProof(receipt: receipt, proof: proof) else { return .rejected("the App Store lists no such transaction") }
+            return .verified(verified)
+        case .invalid(.revoked(let transaction)):
+            return .revoked(
+                RevokedPurchase(
+                    transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
+                    productID: transaction.productID, bundleID: nil, environment: nil))
+        case .invalid(let reason):
+            return .rejected("\(reason.code): \(reason)")
+        case .unavailable(let reason, _):
+            return .unavailable(reason)
+        }
+    }
+
+    /// A stored JWS, confirmed with the App Store Server API.
+    private func reverify(signed text: String, transactionID: String) async -> ReverifyVerdict {
+        let stored: VerifiedProof
+        switch VerifiedProof.verifying(text, with: signedTransactions) {
+        case .success(let proof): stored = proof
+        case .failure(let failure): return .rejected("the stored signed transaction does not verify: \(failure)")
+        }
+        guard let serverAPI else {
+            return .unavailable("signed transactions are re-verified through the App Store Server API, which has no credentials here")
+        }
+        switch await serverAPI.transaction(transactionID, freshness: .upstreamOnly) {
+        case .found(let info, _):
+            guard case .success(let current) = VerifiedProof.verifying(info, with: signedTransactions) else {
+                return .unavailable("the API's signed transaction does not verify")
             }
-            guard let serverAPI else {
-                return .unavailable("signed transactions are re-verified through the App Store Server API, which has no credentials here")
-            }
-            switch await serverAPI.transaction(transactionID, freshness: .upstreamOnly) {
-            case .found(let info, _):
-                guard case .success(let current) = VerifiedProof.verifying(info, with: signedTransactions) else {
-                    return .unavailable("the API's signed transaction does not verify")
-                }
-                return .verified(stored.updated(by: current))
-            case .notFound:
-                return .rejected("unknown to the App Store Server API")
-            case .unavailable(let reason, _):
-                return .unavailable(reason)
-            }
+            return .verified(stored.updated(by: current))
+        case .notFound:
+            return .rejected("unknown to the App Store Server API")
+        case .unavailable(let reason, _):
+            return .unavailable(reason)
         }
     }
 

@@ -31,10 +31,20 @@ extension Entitlements {
         }
         guard let serverAPI else { return .refused(.notConfigured) }
         if let gate, let wait = gate.admit(request.client) { return .limited(retryAfter: wait) }
+        if case .transactionID = request.proof, let account {
+            switch try await confirmBinding(anchor, to: account, serverAPI: serverAPI) {
+            case .bound: break
+            case .refused(let refusal): return .refused(refusal)
+            case .unavailable(let retryAfter): return .unavailable(retryAfter: retryAfter)
+            }
+        }
         let history: [VerifiedProof]
         switch await verifiedHistory(anchor, serverAPI: serverAPI, maximumPages: request.maximumPages, progress: { _, _ in }) {
         case .success(let proofs): history = proofs
-        case .failure(.notFound): return .refused(.unknownTransaction(anchor))
+        case .failure(.notFound):
+            // By bare ID, an unknown transaction is answered as an unbound one: the route tells no one which IDs exist.
+            if case .transactionID = request.proof { return .refused(.accountNotBound(anchor)) }
+            return .refused(.unknownTransaction(anchor))
         case .failure(.unavailable(_, let retryAfter)): return .unavailable(retryAfter: retryAfter)
         }
         if case .transactionID = request.proof {
@@ -75,6 +85,34 @@ extension Entitlements {
             try await restore(proof, terms: .reverification, inCatalogue: inCatalogue, into: &report)
         }
         return .restored(report)
+    }
+
+    /// Whether a transaction named by bare ID is bound to `account`, checked before any history
+    /// page is read: by the ledger (bound to another account is refused with no upstream call),
+    /// else by one App Store Server API lookup. An unknown transaction and an unbound one get the
+    /// same refusal; it runs after the per-client gate, so a held-back client learns nothing either.
+    private func confirmBinding(_ transactionID: String, to account: String, serverAPI: AppStoreServerAPIClient) async throws -> BindingCheck {
+        if let bound = try await ledger.fulfilment(transactionID)?.appAccountToken {
+            return bound == account ? .bound : .refused(.accountNotBound(transactionID))
+        }
+        switch await serverAPI.transaction(transactionID) {
+        case .found(let info, _):
+            guard case .success(let proof) = VerifiedProof.verifying(info, with: signedTransactions), proof.transactionID == transactionID,
+                try await boundAccount(of: proof) == account
+            else { return .refused(.accountNotBound(transactionID)) }
+            return .bound
+        case .notFound:
+            return .refused(.accountNotBound(transactionID))
+        case .unavailable(_, let retryAfter):
+            return .unavailable(retryAfter: retryAfter)
+        }
+    }
+
+    /// What `confirmBinding` found.
+    private enum BindingCheck {
+        case bound
+        case refused(RestoreRefusal)
+        case unavailable(retryAfter: Duration)
     }
 
     /// The whole history, every transaction verified (root, bundle) and de-duplicated; those that

@@ -86,10 +86,10 @@ public struct Entitlements: Sendable {
             return .refused(.rejected(reason))
         case .unavailable(let reason, let retryAfter):
             return try await outage(
-                candidates, draft: { id in
+                candidates, keptUnder: Self.keptUnder(request, proof), draft: { id in
                     PendingProofDraft(
                         transactionID: id, digest: proof.digest, kind: .receipt, proof: proof.text, requestedProductID: request.productID,
-                        appAccountToken: request.appAccountToken, error: reason)
+                        appAccountToken: request.appAccountToken, error: reason, client: request.client)
                 }, request, retryAfter: retryAfter)
         }
     }
@@ -102,6 +102,15 @@ public struct Entitlements: Sendable {
             .sorted { ($0.purchaseDate ?? .distantPast) > ($1.purchaseDate ?? .distantPast) }
             .map(\.transactionID).filter(TransactionID.isValid)
         return Array(claimed.prefix(PendingProof.perTransaction))
+    }
+
+    /// The transaction an unverifiable receipt is kept under: one the receipt itself claims,
+    /// never the request's word alone. A named transaction the receipt does not claim keeps
+    /// nothing (one genuine receipt must not fill the ledger under made-up IDs).
+    static func keptUnder(_ request: ClaimRequest, _ proof: ReceiptProof) -> String? {
+        let claimed = proof.claims.map(\.transactionID).filter(TransactionID.isValid)
+        if let named = request.transactionID { return claimed.contains(named) ? named : nil }
+        return candidates(request, proof).first
     }
 
     // MARK: StoreKit 2
@@ -117,6 +126,12 @@ public struct Entitlements: Sendable {
         if let named = request.transactionID, named != verified.transactionID {
             return .refused(.rejected(.transactionNotInReceipt(named)))
         }
+        // The account Apple signed into the presented proof binds it, whatever the row on record
+        // says (a notification may have recorded it first): checked before any path serves it.
+        if let signed = verified.appAccountToken, request.appAccountToken != signed {
+            StockroomMetrics.verification(proof: "signedTransaction", outcome: "invalid", environment: verified.environment)
+            return .refused(.claimed(transactionID: verified.transactionID))
+        }
         // Xcode's transactions (accepted only with --accept-xcode) are unknown upstream: decided locally.
         guard let serverAPI, !XcodeTransactionVerifier.isXcodeShaped(verified.proof) else {
             StockroomMetrics.verification(proof: "signedTransaction", outcome: "valid", environment: verified.environment)
@@ -130,14 +145,17 @@ public struct Entitlements: Sendable {
         switch lookup {
         case .found(let info, _):
             guard case .success(let current) = VerifiedProof.verifying(info, with: signedTransactions) else {
-                return try await outage([verified.transactionID], draft: pendingDraft(verified, request, "the API's transaction does not verify"), request, retryAfter: .seconds(60))
+                return try await outage(
+                    [verified.transactionID], keptUnder: verified.transactionID, draft: pendingDraft(verified, request, "the API's transaction does not verify"),
+                    request, retryAfter: .seconds(60))
             }
             return try await decide(verified.updated(by: current), request)
         case .notFound:
             return .refused(.rejected(.transactionNotInReceipt(verified.transactionID)))
         case .unavailable(let reason, let retryAfter):
             // The refund check cannot be had: only the proof on record is served.
-            return try await outage([verified.transactionID], draft: pendingDraft(verified, request, reason), request, retryAfter: retryAfter)
+            return try await outage(
+                [verified.transactionID], keptUnder: verified.transactionID, draft: pendingDraft(verified, request, reason), request, retryAfter: retryAfter)
         }
     }
 
@@ -145,7 +163,7 @@ public struct Entitlements: Sendable {
         { id in
             PendingProofDraft(
                 transactionID: id, digest: proof.digest, kind: .signedTransaction, proof: proof.proof,
-                requestedProductID: request.productID, appAccountToken: request.appAccountToken, error: error)
+                requestedProductID: request.productID, appAccountToken: request.appAccountToken, error: error, client: request.client)
         }
     }
 
@@ -197,9 +215,10 @@ public struct Entitlements: Sendable {
     }
 
     /// The App Store cannot be asked: only the very proof on record of an entitled transaction
-    /// is served; any other proof is kept apart, and the client retries later.
+    /// is served; any other proof is kept apart under `keptUnder` (a transaction it claims),
+    /// within the policy's bounds, and the client retries later.
     private func outage(
-        _ candidates: [String], draft: @Sendable (String) -> PendingProofDraft, _ request: ClaimRequest, retryAfter: Duration
+        _ candidates: [String], keptUnder: String?, draft: @Sendable (String) -> PendingProofDraft, _ request: ClaimRequest, retryAfter: Duration
     ) async throws -> Claim {
         let now = now()
         for id in candidates {
@@ -212,9 +231,12 @@ public struct Entitlements: Sendable {
                 return entitled(served)
             }
         }
-        if let first = candidates.first, TransactionID.isValid(first) {
-            if try await !ledger.keepPendingProof(draft(first), now: now) {
-                logger.notice("pending proofs for this transaction are at their bound; not kept", metadata: ["transaction": .string(first)])
+        if let keptUnder, TransactionID.isValid(keptUnder) {
+            let keeping = try await ledger.keepPendingProof(draft(keptUnder), bounds: policy.pendingProofs, now: now)
+            if !keeping.isKept {
+                logger.notice(
+                    "pending proof not kept: a bound is reached",
+                    metadata: ["transaction": .string(keptUnder), "bound": .string(keeping.rawValue), "client": .string(request.client)])
             }
         }
         return .unavailable(retryAfter: retryAfter)

@@ -23,6 +23,17 @@ public struct Reverification: Sendable, Equatable {
         self.detail = detail
     }
 
+    /// One outcome for a transaction whose several kept proofs were verified: the one that
+    /// decided the most (an entitlement first), counting the others; nil for none.
+    public static func summary(of outcomes: [Reverification]) -> Reverification? {
+        let rank: [Kind] = [.verified, .revoked, .expired, .rejected, .unavailable, .unchanged]
+        guard var chosen = outcomes.min(by: { (rank.firstIndex(of: $0.kind) ?? rank.count) < (rank.firstIndex(of: $1.kind) ?? rank.count) }) else {
+            return nil
+        }
+        if outcomes.count > 1 { chosen.detail += " (\(outcomes.count) kept proofs verified)" }
+        return chosen
+    }
+
     /// As the CLI's `--json` and the admin API show it.
     public var jsonObject: [String: Any] {
         ["transactionId": transactionID, "outcome": kind.rawValue, "before": before, "after": after, "detail": detail]

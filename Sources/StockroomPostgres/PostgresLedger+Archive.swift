@@ -49,9 +49,9 @@ extension PostgresLedger {
                 try await connection.query(
                     """
                     INSERT INTO pending_proofs (id, transaction_id, proof_digest, proof_kind, proof, requested_product_id, app_account_token,
-                      status, last_error, created_at, updated_at)
+                      client, status, last_error, created_at, updated_at)
                     VALUES (\(proof.id), \(proof.transactionID), \(proof.proofDigest), \(proof.proofKind.rawValue), \(proof.proof),
-                      \(proof.requestedProductID), \(proof.appAccountToken), \(proof.status.rawValue), \(proof.lastError), \(Timestamp(proof.createdAt)),
+                      \(proof.requestedProductID), \(proof.appAccountToken), \(proof.client), \(proof.status.rawValue), \(proof.lastError), \(Timestamp(proof.createdAt)),
                       \(Timestamp(proof.updatedAt)))
                     """, logger: logger
                 ).drain()

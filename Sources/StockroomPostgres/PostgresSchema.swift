@@ -134,6 +134,13 @@ enum PostgresSchema {
                 "CREATE INDEX fulfilments_on_created_at ON fulfilments (created_at)",
                 "CREATE INDEX download_attempts_on_at ON download_attempts (at)",
             ]),
+        Migration(
+            version: 7, name: "v7: pending proofs bounded per client, rejected ones purged",
+            statements: [
+                "ALTER TABLE pending_proofs ADD COLUMN client text",
+                "CREATE INDEX pending_proofs_on_client ON pending_proofs (client)",
+                "CREATE INDEX pending_proofs_on_status_updated_at ON pending_proofs (status, updated_at)",
+            ]),
     ]
 
     /// Applies every migration `connection`'s database lacks, holding the lock meanwhile;

@@ -108,7 +108,8 @@ public func buildApplication(
         ledger: ledger, receipts: receipts, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
         policy: EntitlementPolicy(
-            reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow, proratedRefund: configuration.proratedRefund),
+            reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow, proratedRefund: configuration.proratedRefund,
+            pendingProofs: configuration.pendingProofBounds),
         gate: configuration.upstreamRateLimiter(), logger: logger)
     let sender = trust.serverAPI.map { client in
         ServerCallSender(
@@ -123,8 +124,9 @@ public func buildApplication(
         slots: slots, offload: configuration.offloadResponder(store: contentStore)
     ).addRoutes(to: router.group("v1"))
     RestoreController(catalog: catalogStore, entitlements: entitlements).addRoutes(to: router.group("v1"))
-    if let adminToken = configuration.adminToken {
-        AdminController(entitlements: entitlements, token: adminToken).addRoutes(to: router.group("v1"))
+    let reverificationJobs = configuration.adminToken == nil ? nil : ReverificationJobs(entitlements: entitlements, logger: logger)
+    if let adminToken = configuration.adminToken, let reverificationJobs {
+        AdminController(entitlements: entitlements, token: adminToken, jobs: reverificationJobs).addRoutes(to: router.group("v1"))
         if let insights = ledger as? any LedgerInsights {
             ConsoleController(entitlements: entitlements, insights: insights, adminToken: adminToken).addRoutes(to: router)
         }
@@ -163,7 +165,7 @@ public func buildApplication(
         // The ledger's pool comes first: services stop in reverse order, so it outlives the requests.
         services: ledgerServices + [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)]
             + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger) + (sender.map { [$0] } ?? [])
-            + (metricsListener.map { [$0] } ?? []),
+            + (reverificationJobs.map { [$0] } ?? []) + (metricsListener.map { [$0] } ?? []),
         logger: logger
     )
 }

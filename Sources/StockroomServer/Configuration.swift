@@ -95,6 +95,16 @@ public struct ServerConfiguration: Sendable {
     /// Requests that reach the App Store, per client address; nil is no limit.
     public var upstreamRate: UpstreamRate? = .default
 
+    // Pending proofs (ServerConfiguration+PendingProofs): each has a `serve` flag and a STOCKROOM_ variable.
+    /// Unverified proofs kept in all while the App Store cannot be asked, every status counted.
+    public var maxPendingProofs = 5_000
+    /// Unverified proofs kept from one client address, every status counted.
+    public var maxPendingProofsPerClient = 20
+    /// The longest proof kept, in bytes; a longer one is not kept (the client retries it later).
+    public var maxPendingProofSize = 128 * 1024
+    /// How long a proof the App Store rejected stays for the operator before it is purged.
+    public var rejectedProofRetention: Duration = .seconds(30 * 24 * 3600)
+
     /// How often the catalogue watcher looks for changed files.
     public var catalogPollInterval: Duration = .seconds(1)
     public var logLevel: Logger.Level = .info

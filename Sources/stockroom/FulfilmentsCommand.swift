@@ -92,7 +92,7 @@ struct FulfilmentsCommand: AsyncParsableCommand {
                  String(proof.proofDigest.prefix(16)), FulfilmentView.date(proof.updatedAt)]
             }
             print(TextTable.render([header] + table))
-            print("\(proofs.count) kept proof\(proofs.count == 1 ? "" : "s"); `stockroom refulfil --pending` verifies them")
+            print("\(proofs.count) kept proof\(proofs.count == 1 ? "" : "s"); `stockroom refulfil --pending` verifies them (`stockroom refulfil ID` those of one transaction)")
         }
     }
 

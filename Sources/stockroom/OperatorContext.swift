@@ -15,7 +15,9 @@ struct OperatorContext {
     /// new ledger. A PostgreSQL ledger's pool runs for the rest of this (short-lived) process,
     /// and its schema is brought up to date before the first statement.
     init(options: ServerOptions) throws {
-        configuration = try options.configuration()
+        var configuration = try options.configuration()
+        try PendingProofOptions.applyEnvironment(to: &configuration)
+        self.configuration = configuration
         if configuration.usesPostgres {
             ledger = Self.postgresLedger(configuration)
             return
@@ -66,6 +68,6 @@ struct OperatorContext {
             ledger: ledger, receipts: AppStoreReceiptVerifier(client: client, bundleID: configuration.bundleID, cacheInterval: .zero),
             signedTransactions: SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil),
             serverAPI: trust.serverAPI, tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
-            policy: policy ?? EntitlementPolicy(reverifyAfter: configuration.reverifyInterval), logger: logger)
+            policy: policy ?? EntitlementPolicy(reverifyAfter: configuration.reverifyInterval, pendingProofs: configuration.pendingProofBounds), logger: logger)
     }
 }

@@ -9,9 +9,12 @@ struct RefulfilCommand: AsyncParsableCommand {
         commandName: "refulfil",
         abstract: "Re-verify stored receipts with the App Store and make transactions downloadable again (or reject / revoke them).",
         discussion: """
-            Give one transaction ID, or --pending (proofs kept while the App Store was down: each
-            valid one becomes an entitlement from Apple's answer, each invalid one is marked
-            rejected), or --failed (rejected transactions). A revoked transaction stays revoked:
+            Give one transaction ID (its stored proof, then the pending proofs kept under it: a
+            transaction that `fulfilments list --state pending` shows is re-fulfilled from those),
+            or --pending (proofs kept while the App Store was down: each valid one becomes an
+            entitlement from Apple's answer, each invalid one is marked rejected; each distinct
+            proof is sent once, and rejected ones past --rejected-proof-retention are purged),
+            or --failed (rejected transactions). A revoked transaction stays revoked:
             only `stockroom reinstate` (an operator's revocation) or Apple's REFUND_REVERSED (a
             refund) lifts it. The server sees the new states at once. Exit status 1 when any
             proof stayed unavailable.

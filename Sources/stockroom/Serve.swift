@@ -29,6 +29,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup(title: "Connections under pressure") var pressure: PressureOptions
     @OptionGroup(title: "nginx offload") var offload: OffloadOptions
     @OptionGroup(title: "Purchase lifecycle") var lifecycle: LifecycleOptions
+    @OptionGroup(title: "Pending proofs") var pendingProofs: PendingProofOptions
 
     func run() async throws {
         var configuration: StockroomServer.ServerConfiguration
@@ -41,6 +42,7 @@ struct Serve: AsyncParsableCommand {
         try pressure.apply(to: &configuration)
         try offload.apply(to: &configuration)
         try lifecycle.apply(to: &configuration)
+        try pendingProofs.apply(to: &configuration)
         StreamingMemory.bound()
         let logLevel = configuration.logLevel
         LoggingSystem.bootstrap { label in

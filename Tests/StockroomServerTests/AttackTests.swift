@@ -93,8 +93,8 @@ import Glibc
             #expect(try DownloadFixture.code(dear) == "product_mismatch")
             #expect(try await fixture.snapshot() == [])
             // … and the operator's re-verification of the kept proofs records Apple's product.
-            let refulfil = try await fixture.admin(.post, "pending-proofs/refulfil", token: Self.adminToken)
-            #expect(refulfil.status == .ok)
+            let refulfil = try await fixture.refulfilPendingJob(token: Self.adminToken)
+            #expect(refulfil["state"] as? String == "done")
             #expect(try await fixture.ledger.fulfilment(cheap.transactionId)?.productID == Self.cheap)
             let after = try await fixture.post(["productId": Self.dear, "transactionId": cheap.transactionId, "receiptData": cheap.receiptData])
             #expect(try DownloadFixture.code(after) == "product_mismatch")

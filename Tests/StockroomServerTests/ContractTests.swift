@@ -23,6 +23,7 @@ import Testing
                 "/v1/notifications/appstore", "/v1/restores", "/v1/admin/fulfilments", "/v1/admin/fulfilments/{transactionId}",
                 "/v1/admin/fulfilments/{transactionId}/refulfil", "/v1/admin/fulfilments/{transactionId}/revoke",
                 "/v1/admin/fulfilments/{transactionId}/reinstate", "/v1/admin/pending-proofs", "/v1/admin/pending-proofs/refulfil",
+                "/v1/admin/jobs/{jobId}",
                 "/console", "/console/login", "/console/logout", "/console/fulfilments", "/console/fulfilments/{transactionId}",
                 "/console/fulfilments/{transactionId}/refulfil", "/console/fulfilments/{transactionId}/revoke",
                 "/console/fulfilments/{transactionId}/reinstate",

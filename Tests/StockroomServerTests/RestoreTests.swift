@@ -89,9 +89,10 @@ import Testing
             let unboundNamed = try await Self.restore(fixture, ["transactionId": unbound.transactionId, "appAccountToken": Self.account])
             #expect(unboundNamed.status == .forbidden)
             #expect(try DownloadFixture.code(unboundNamed) == "account_not_bound")
+            // An unknown ID is answered as an unbound one: the route does not tell which IDs exist.
             let unknown = try await Self.restore(fixture, ["transactionId": "2999999999999999", "appAccountToken": Self.account])
-            #expect(unknown.status == .notFound)
-            #expect(try DownloadFixture.code(unknown) == "unknown_transaction")
+            #expect(unknown.status == .forbidden)
+            #expect(try DownloadFixture.code(unknown) == "account_not_bound")
             #expect(try await fixture.snapshot() == before, "refusals change nothing")
 
             let restored = try await Self.restore(fixture, ["transactionId": bound.transactionId, "appAccountToken": Self.account.uppercased()])

@@ -172,6 +172,11 @@ public final class AppDatabase: Sendable {
             try db.create(index: "fulfilments_on_created_at", on: "fulfilments", columns: ["created_at"])
             try db.create(index: "download_attempts_on_at", on: "download_attempts", columns: ["at"])
         }
+        migrator.registerMigration("v7: pending proofs bounded per client, rejected ones purged") { db in
+            try db.alter(table: "pending_proofs") { table in table.add(column: "client", .text) }
+            try db.create(index: "pending_proofs_on_client", on: "pending_proofs", columns: ["client"])
+            try db.create(index: "pending_proofs_on_status_updated_at", on: "pending_proofs", columns: ["status", "updated_at"])
+        }
         return migrator
     }
 

@@ -27,12 +27,17 @@ public protocol Ledger: Sendable {
     /// During an outage: serves only an entitled, unexpired, unrevoked transaction whose proof on
     /// record has this digest; nil when it does not qualify (nothing changes then).
     func serveRecordedProof(_ request: RecordedProofRequest, now: Date) async throws -> Fulfilment?
-    /// Keeps a proof that could not be verified; false when the bound for its transaction is reached.
-    func keepPendingProof(_ proof: PendingProofDraft, now: Date) async throws -> Bool
-    /// Up to `limit` pending proofs that no other re-verification holds, oldest first, now held
-    /// by the caller until `until`: two `refulfil --pending` runs at once (on one machine or
-    /// several sharing a ledger) verify each proof once. Rejecting or noting a proof releases it.
-    func leasePendingProofs(limit: Int, until: Date, now: Date) async throws -> [PendingProof]
+    /// Keeps a proof that could not be verified, within `bounds` (per transaction, per client and
+    /// in total, every status counted); first purges a bounded batch of rejected proofs older
+    /// than the retention. The same proof again only refreshes its row.
+    func keepPendingProof(_ proof: PendingProofDraft, bounds: PendingProofBounds, now: Date) async throws -> PendingProofKeeping
+    /// Deletes up to `limit` rejected proofs last changed before `before`; returns how many.
+    func purgeRejectedPendingProofs(before: Date, limit: Int) async throws -> Int
+    /// Up to `limit` pending proofs (only those kept under `transactionID` when given) that no
+    /// other re-verification holds, oldest first, now held by the caller until `until`: two
+    /// `refulfil --pending` runs at once (on one machine or several sharing a ledger) verify
+    /// each proof once. Rejecting or noting a proof releases it.
+    func leasePendingProofs(of transactionID: String?, limit: Int, until: Date, now: Date) async throws -> [PendingProof]
     /// Marks a pending proof rejected by the App Store.
     func rejectPendingProof(id: Int64, reason: String, now: Date) async throws
     /// Notes a failed re-verification attempt of a pending proof.
@@ -79,6 +84,18 @@ public protocol Ledger: Sendable {
     func serverCalls(_ filter: ServerCallFilter) async throws -> [ServerCall]
     /// Keeps the customer's consent to share consumption data on an entitled transaction.
     func recordConsent(_ transactionID: String, consented: Bool, now: Date) async throws
+}
+
+extension Ledger {
+    /// Keeps a proof within the default bounds; false when one of them is reached.
+    public func keepPendingProof(_ proof: PendingProofDraft, now: Date) async throws -> Bool {
+        try await keepPendingProof(proof, bounds: PendingProofBounds(), now: now).isKept
+    }
+
+    /// Leases pending proofs of any transaction.
+    public func leasePendingProofs(limit: Int, until: Date, now: Date) async throws -> [PendingProof] {
+        try await leasePendingProofs(of: nil, limit: limit, until: until, now: now)
+    }
 }
 
 /// Which owed calls to list.
@@ -166,10 +183,12 @@ public struct PendingProofDraft: Sendable, Equatable {
     public var requestedProductID: String
     public var appAccountToken: String?
     public var error: String
+    /// The client's address, counted by the per-client bound; nil is counted with no client.
+    public var client: String?
 
     public init(
         transactionID: String, digest: String, kind: Fulfilment.ProofKind, proof: String, requestedProductID: String,
-        appAccountToken: String?, error: String
+        appAccountToken: String?, error: String, client: String? = nil
     ) {
         self.transactionID = transactionID
         self.digest = digest
@@ -178,6 +197,7 @@ public struct PendingProofDraft: Sendable, Equatable {
         self.requestedProductID = requestedProductID
         self.appAccountToken = appAccountToken?.lowercased()
         self.error = error
+        self.client = client
     }
 }
 

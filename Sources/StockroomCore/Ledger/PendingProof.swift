@@ -6,10 +6,11 @@ import GRDB
 /// A pending proof never authorises a download and never decides a product: the product a
 /// request asked for is kept only so an operator can see it. `stockroom refulfil --pending`
 /// verifies each one; a valid one becomes an entitlement from Apple's answer, an invalid one is
-/// marked rejected. At most `PendingProof.perTransaction` pending proofs are kept per transaction ID.
+/// marked rejected. At most `PendingProof.perTransaction` proofs (of any status) are kept per
+/// transaction ID, and `PendingProofBounds` caps them per client and in total.
 public struct PendingProof: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "pending_proofs"
-    /// The bound on pending proofs kept under one transaction ID; past it, new ones are not kept.
+    /// The bound on proofs kept under one transaction ID, whatever their status; past it, new ones are not kept.
     public static let perTransaction = 4
 
     public var id: Int64?
@@ -21,6 +22,8 @@ public struct PendingProof: Sendable, Equatable, Codable, FetchableRecord, Persi
     /// What the request asked for; informational only.
     public var requestedProductID: String
     public var appAccountToken: String?
+    /// The address of the client that sent it, for the per-client bound; nil on rows kept before schema v7.
+    public var client: String?
     public var status: Status
     public var lastError: String?
     public var createdAt: Date
@@ -36,7 +39,7 @@ public struct PendingProof: Sendable, Equatable, Codable, FetchableRecord, Persi
 
     enum CodingKeys: String, CodingKey {
         case id, transactionID = "transaction_id", proofDigest = "proof_digest", proofKind = "proof_kind", proof
-        case requestedProductID = "requested_product_id", appAccountToken = "app_account_token", status
+        case requestedProductID = "requested_product_id", appAccountToken = "app_account_token", client, status
         case lastError = "last_error", createdAt = "created_at", updatedAt = "updated_at"
     }
 

@@ -82,38 +82,60 @@ public struct SQLiteLedger: Ledger {
         }
     }
 
-    public func keepPendingProof(_ draft: PendingProofDraft, now: Date) async throws -> Bool {
+    public func keepPendingProof(_ draft: PendingProofDraft, bounds: PendingProofBounds, now: Date) async throws -> PendingProofKeeping {
         try await database.writer.write { db in
+            try Self.purgeRejected(db, before: bounds.purgeCutoff(now: now), limit: PendingProofBounds.purgeBatch)
             if var existing = try PendingProof
                 .filter(Column("transaction_id") == draft.transactionID && Column("proof_digest") == draft.digest).fetchOne(db)
             {
                 existing.lastError = draft.error
                 existing.updatedAt = now
                 try existing.update(db)
-                return true
+                return .refreshed
             }
-            let kept = try PendingProof.filter(Column("transaction_id") == draft.transactionID && Column("status") == PendingProof.Status.pending.rawValue)
-                .fetchCount(db)
-            guard kept < PendingProof.perTransaction else { return false }
+            let count = { (sql: String, arguments: StatementArguments) in try Int.fetchOne(db.cachedStatement(sql: sql), arguments: arguments) ?? 0 }
+            let kept = PendingProofCounts(
+                transaction: try count("SELECT COUNT(*) FROM pending_proofs WHERE transaction_id = ?", [draft.transactionID]),
+                client: try draft.client.map { try count("SELECT COUNT(*) FROM pending_proofs WHERE client = ?", [$0]) } ?? 0,
+                total: try count("SELECT COUNT(*) FROM pending_proofs", []))
+            let verdict = bounds.admit(draft, kept: kept)
+            guard verdict == .kept else { return verdict }
             var proof = PendingProof(
                 id: nil, transactionID: draft.transactionID, proofDigest: draft.digest, proofKind: draft.kind, proof: draft.proof,
-                requestedProductID: draft.requestedProductID, appAccountToken: draft.appAccountToken, status: .pending,
+                requestedProductID: draft.requestedProductID, appAccountToken: draft.appAccountToken, client: draft.client, status: .pending,
                 lastError: draft.error, createdAt: now, updatedAt: now)
             try proof.insert(db)
-            return true
+            return .kept
         }
     }
 
-    public func leasePendingProofs(limit: Int, until: Date, now: Date) async throws -> [PendingProof] {
+    public func purgeRejectedPendingProofs(before: Date, limit: Int) async throws -> Int {
+        try await database.writer.write { db in try Self.purgeRejected(db, before: before, limit: limit) }
+    }
+
+    /// Deletes up to `limit` rejected proofs last changed before `before`.
+    @discardableResult
+    private static func purgeRejected(_ db: Database, before: Date, limit: Int) throws -> Int {
+        try db.cachedStatement(
+            sql: """
+                DELETE FROM pending_proofs WHERE id IN
+                  (SELECT id FROM pending_proofs WHERE status = 'rejected' AND updated_at < ? ORDER BY updated_at LIMIT ?)
+                """
+        ).execute(arguments: [before, max(0, limit)])
+        return db.changesCount
+    }
+
+    public func leasePendingProofs(of transactionID: String?, limit: Int, until: Date, now: Date) async throws -> [PendingProof] {
         try await database.writer.write { db in
             try PendingProof.fetchAll(
                 db,
                 sql: """
                     UPDATE pending_proofs SET leased_until = ? WHERE id IN
-                      (SELECT id FROM pending_proofs WHERE status = 'pending' AND (leased_until IS NULL OR leased_until <= ?) ORDER BY id LIMIT ?)
+                      (SELECT id FROM pending_proofs WHERE status = 'pending' AND (leased_until IS NULL OR leased_until <= ?)
+                       AND (? IS NULL OR transaction_id = ?) ORDER BY id LIMIT ?)
                     RETURNING *
                     """,
-                arguments: [until, now, limit]
+                arguments: [until, now, transactionID, transactionID, limit]
             ).sorted { ($0.id ?? 0) < ($1.id ?? 0) }
         }
     }

@@ -39,6 +39,16 @@ public struct XcodeReceiptVerifier: ReceiptVerifier {
         return check(receipt, productID: productID, transactionID: transactionID)
     }
 
+    /// An Xcode receipt is checked locally for each transaction; any other goes upstream once.
+    public func verify(_ proof: ReceiptProof, transactionIDs: [String], freshness: VerificationFreshness) async -> [String: ReceiptVerdict] {
+        guard proof.kind == .appReceipt, let bytes = ByteEncoding.decodeBase64(proof.text), let payload = SignedData.claimedContent(of: bytes),
+            let receipt = AppReceipt.decode(payload: payload), receipt.receiptType == Self.receiptType
+        else { return await upstream.verify(proof, transactionIDs: transactionIDs, freshness: freshness) }
+        var verdicts: [String: ReceiptVerdict] = [:]
+        for id in transactionIDs { verdicts[id] = await verify(proof, productID: nil, transactionID: id, freshness: freshness) }
+        return verdicts
+    }
+
     /// Stockroom's checks on a receipt that verified: bundle, transaction, product, refund, expiry.
     func check(_ receipt: AppReceipt, productID: String?, transactionID: String?) -> ReceiptVerdict {
         guard receipt.bundleID == bundleID else { return .invalid(.bundleMismatch(expected: bundleID, actual: receipt.bundleID)) }

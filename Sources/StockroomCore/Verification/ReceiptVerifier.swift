@@ -7,9 +7,22 @@ public protocol ReceiptVerifier: Sendable {
 
     /// The verdict on a receipt already normalised and classified locally (`ReceiptProof.parse`).
     func verify(_ proof: ReceiptProof, productID: String?, transactionID: String?, freshness: VerificationFreshness) async -> ReceiptVerdict
+
+    /// The verdicts on one receipt for each of `transactionIDs`, from one answer of the App
+    /// Store: re-fulfilment verifies each distinct proof once, whatever the rows kept under it.
+    func verify(_ proof: ReceiptProof, transactionIDs: [String], freshness: VerificationFreshness) async -> [String: ReceiptVerdict]
 }
 
 extension ReceiptVerifier {
+    /// Verifiers with no shared answer to reuse ask once per transaction.
+    public func verify(_ proof: ReceiptProof, transactionIDs: [String], freshness: VerificationFreshness) async -> [String: ReceiptVerdict] {
+        var verdicts: [String: ReceiptVerdict] = [:]
+        for id in transactionIDs where verdicts[id] == nil {
+            verdicts[id] = await verify(proof, productID: nil, transactionID: id, freshness: freshness)
+        }
+        return verdicts
+    }
+
     /// Verifiers that only know raw requests get the proof's canonical text.
     public func verify(_ proof: ReceiptProof, productID: String?, transactionID: String?, freshness: VerificationFreshness) async -> ReceiptVerdict {
         await verify(VerificationRequest(receiptData: proof.text, productID: productID, transactionID: transactionID), freshness: freshness)
@@ -73,21 +86,35 @@ public final class AppStoreReceiptVerifier: ReceiptVerifier {
         _ proof: ReceiptProof, productID: String?, transactionID: String?, freshness: VerificationFreshness = .cachedAllowed
     ) async -> ReceiptVerdict {
         let claim = Claim(productID: productID, transactionID: transactionID)
-        if freshness == .cachedAllowed, let receipt = cache.value(for: proof.digest) {
-            return Self.check(receipt, claim, bundleID: bundleID, now: now())
+        switch await answer(proof, freshness: freshness) {
+        case .receipt(let receipt): return Self.check(receipt, claim, bundleID: bundleID, now: now())
+        case .rejected(let reason): return .invalid(reason)
+        case .unavailable(let reason, let retryAfter): return .unavailable(reason: reason, retryAfter: retryAfter)
         }
+    }
+
+    /// One answer of the App Store (or of the cache), checked for each transaction.
+    public func verify(_ proof: ReceiptProof, transactionIDs: [String], freshness: VerificationFreshness) async -> [String: ReceiptVerdict] {
+        let outcome = await answer(proof, freshness: freshness)
+        var verdicts: [String: ReceiptVerdict] = [:]
+        for id in transactionIDs {
+            switch outcome {
+            case .receipt(let receipt): verdicts[id] = Self.check(receipt, Claim(productID: nil, transactionID: id), bundleID: bundleID, now: now())
+            case .rejected(let reason): verdicts[id] = .invalid(reason)
+            case .unavailable(let reason, let retryAfter): verdicts[id] = .unavailable(reason: reason, retryAfter: retryAfter)
+            }
+        }
+        return verdicts
+    }
+
+    /// The App Store's answer on a receipt: cached when allowed, else asked once however many wait for it.
+    private func answer(_ proof: ReceiptProof, freshness: VerificationFreshness) async -> VerifyReceiptClient.Outcome {
+        if freshness == .cachedAllowed, let receipt = cache.value(for: proof.digest) { return .receipt(receipt) }
         let client = self.client
         let text = proof.text
         let outcome = await flights.run(proof.digest) { await client.verify(receiptData: text) }
-        switch outcome {
-        case .receipt(let receipt):
-            cache.store(receipt, for: proof.digest)
-            return Self.check(receipt, claim, bundleID: bundleID, now: now())
-        case .rejected(let reason):
-            return .invalid(reason)
-        case .unavailable(let reason, let retryAfter):
-            return .unavailable(reason: reason, retryAfter: retryAfter)
-        }
+        if case .receipt(let receipt) = outcome { cache.store(receipt, for: proof.digest) }
+        return outcome
     }
 
     /// What a request asks the receipt to prove.

@@ -9,6 +9,8 @@ import StockroomEntitlement
 struct AdminController<Context: RequestContext> {
     let entitlements: Entitlements
     let token: String
+    /// Re-fulfilments of the pending proofs, run apart from the requests that start them.
+    let jobs: ReverificationJobs
 
     private var ledger: any Ledger { entitlements.ledger }
 
@@ -21,6 +23,7 @@ struct AdminController<Context: RequestContext> {
         admin.post("fulfilments/:transactionId/reinstate", use: reinstate)
         admin.get("pending-proofs", use: pending)
         admin.post("pending-proofs/refulfil", use: refulfilPending)
+        admin.get("jobs/:jobId", use: job)
     }
 
     @Sendable func list(_ request: Request, context: Context) async throws -> Response {
@@ -92,11 +95,26 @@ struct AdminController<Context: RequestContext> {
         return Self.json(["pendingProofs": proofs.map(FulfilmentView.object)])
     }
 
-    /// Re-verifies every kept pending proof (`stockroom refulfil --pending`).
+    /// Starts re-verifying every kept pending proof (`stockroom refulfil --pending`) as a job and
+    /// answers at once (202) with it; while one runs, 409 names it.
     @Sendable func refulfilPending(_ request: Request, context: Context) async throws -> Response {
         let dryRun = request.uri.queryParameters.get("dryRun") == "true"
-        let outcomes = try await entitlements.refulfilPending(dryRun: dryRun)
-        return Self.json(["dryRun": dryRun, "results": outcomes.map(\.jsonObject)] as [String: Any])
+        switch jobs.start(dryRun: dryRun) {
+        case .started(let job):
+            var response = Self.json(job.jsonObject)
+            response.status = .accepted
+            response.headers[.location] = "/v1/admin/jobs/\(job.id)"
+            return response
+        case .busy(let job):
+            throw AdminError.jobRunning(job.id)
+        }
+    }
+
+    /// A re-fulfilment job: its progress, and its outcomes once done.
+    @Sendable func job(_ request: Request, context: Context) async throws -> Response {
+        let id = try context.parameters.require("jobId")
+        guard let job = jobs.job(id) else { throw AdminError.unknownJob }
+        return Self.json(job.jsonObject)
     }
 
     /// The `{"reason": "…"}` body of revoke and reinstate.
@@ -137,12 +155,17 @@ enum AdminError: APIError {
     case badRequest(String)
     case tokenMissing
     case tokenInvalid
+    /// A re-fulfilment job is queued or running already: this one.
+    case jobRunning(String)
+    case unknownJob
 
     var status: HTTPResponse.Status {
         switch self {
         case .badRequest: .badRequest
         case .tokenMissing: .unauthorized
         case .tokenInvalid: .forbidden
+        case .jobRunning: .conflict
+        case .unknownJob: .notFound
         }
     }
 
@@ -151,6 +174,8 @@ enum AdminError: APIError {
         case .badRequest: "bad_request"
         case .tokenMissing: "admin_token_missing"
         case .tokenInvalid: "admin_token_invalid"
+        case .jobRunning: "job_running"
+        case .unknownJob: "not_found"
         }
     }
 
@@ -159,10 +184,23 @@ enum AdminError: APIError {
         case .badRequest(let detail): detail
         case .tokenMissing: "Send \"Authorization: Bearer <STOCKROOM_ADMIN_TOKEN>\"."
         case .tokenInvalid: "The admin token is wrong."
+        case .jobRunning(let id): "A re-fulfilment job is running: GET /v1/admin/jobs/\(id) for its progress."
+        case .unknownJob: "No such job on this instance (jobs are remembered until it restarts)."
         }
     }
 
-    var headers: HTTPFields { self == .tokenMissing ? [.wwwAuthenticate: "Bearer"] : [:] }
+    var details: [String: String] {
+        if case .jobRunning(let id) = self { return ["jobId": id] }
+        return [:]
+    }
+
+    var headers: HTTPFields {
+        switch self {
+        case .tokenMissing: [.wwwAuthenticate: "Bearer"]
+        case .jobRunning(let id): [.location: "/v1/admin/jobs/\(id)"]
+        default: [:]
+        }
+    }
 }
 
 extension AdminError: Equatable {}
