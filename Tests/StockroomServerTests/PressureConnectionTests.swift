@@ -23,7 +23,7 @@ import Testing
     @Test func atTheConnectionCapIdleConnectionsMakeRoomForABuyer() async throws {
         try await DownloadFixture.run({ $0.connectionLimits.maxConnections = 8 }) { fixture in
             let port = try #require(fixture.client.port)
-            let idle = try (0..<40).map { _ in try RawConnection(port: port) }
+            let idle = try await PressureProcessTests.connections(40, to: port)
             #expect(try await PressureSlotTests.honestBuyer(fixture) == 200, "a buyer gets in past 40 idle connections")
             #expect(try await PressureSlotTests.honestBuyer(fixture) == 200)
             withExtendedLifetime(idle) {}

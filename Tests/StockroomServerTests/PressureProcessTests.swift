@@ -53,12 +53,73 @@ import Glibc
         return (response.status, purchase)
     }
 
+    /// `count` connections to `port`, opened on a dispatch thread: a `connect` that waits for a
+    /// busy server's backlog would otherwise hold one of the few threads every test's tasks share.
+    static func connections(_ count: Int, to port: Int) async throws -> [LimitsConnectionTests.RawConnection] {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try (0..<count).map { _ in try LimitsConnectionTests.RawConnection(port: port) } })
+            }
+        }
+    }
+
+    /// The flood comes from a child process: 600 sockets opened and closed in this test process
+    /// would race Foundation's `Process.run` in other tests, which reads this process's
+    /// descriptors while it launches a child.
+    final class Flood: @unchecked Sendable {
+        private let process: Process
+        private let ready: String
+
+        private init(process: Process, ready: String) {
+            self.process = process
+            self.ready = ready
+        }
+
+        static func open(_ count: Int, to port: Int) async throws -> Flood {
+            let ready = FileManager.default.temporaryDirectory.appendingPathComponent("flood-\(UUID().uuidString)").path
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [
+                "python3", "-c",
+                "import resource, socket, sys, time\n"
+                    + "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+                    + "resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))\n"
+                    + "held = [socket.create_connection(('127.0.0.1', int(sys.argv[1]))) for _ in range(int(sys.argv[2]))]\n"
+                    + "open(sys.argv[3], 'w').write(str(len(held)))\n"
+                    + "time.sleep(120)\n",
+                String(port), String(count), ready,
+            ]
+            try ChildProcess.launch(process)
+            return Flood(process: process, ready: ready)
+        }
+
+        /// How many connections the flood holds, once it has opened them all (0 if it failed).
+        func opened() async -> Int {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                if let text = try? String(contentsOfFile: ready, encoding: .utf8), let count = Int(text) { return count }
+                if !process.isRunning { return 0 }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            return 0
+        }
+
+        func stop() {
+            if process.isRunning { process.terminate() }
+            try? FileManager.default.removeItem(atPath: ready)
+        }
+
+        func timeUntilExit() async -> Bool {
+            for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+            return !process.isRunning
+        }
+    }
+
     static func openDescriptors(_ pid: Int32) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
     }
 
     @Test func aFloodOfIdleConnectionsUnderALowDescriptorLimitLeavesTheServerAnswering() async throws {
-        _ = DescriptorLimit.raise()  // this test process holds the flood's 600 sockets
         let folder = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let server = try await Self.serve(folder, descriptors: (soft: 256, hard: 300))
@@ -66,8 +127,9 @@ import Glibc
         #expect(server.logText.contains("descriptorsAtStart=256"), "the soft limit it was given")
         #expect(server.logText.contains("descriptors=300 "), "raised to the hard limit at start")
         #expect(server.logText.contains("maxConnections=118"), "capped below the limit")
-        var flood: [LimitsConnectionTests.RawConnection] = []
-        for _ in 0..<600 { flood.append(try LimitsConnectionTests.RawConnection(port: server.port)) }
+        let flood = try await Flood.open(600, to: server.port)
+        defer { flood.stop() }
+        #expect(await flood.opened() == 600)
         try await Task.sleep(for: .seconds(2))
         #expect(server.isRunning, "libdispatch did not abort on EMFILE")
         #expect(Self.openDescriptors(server.pid) <= 300)
@@ -77,7 +139,8 @@ import Glibc
         #expect(Self.openDescriptors(server.pid) < 250, "room is left for files, the ledger and upstream calls")
         let metrics = String(decoding: try await server.send(.get, "/metrics").body, as: UTF8.self)
         #expect(metrics.contains("stockroom_connections_cut_total{reason=\"over_capacity\"}"))
-        flood.removeAll()
+        flood.stop()
+        _ = await flood.timeUntilExit()
         #expect(try await Self.buy(server).status == 200)
         #expect(server.isRunning)
     }
