@@ -100,7 +100,7 @@ public struct SQLiteLedger: Ledger {
                 total: try count("SELECT COUNT(*) FROM pending_proofs", []))
             let verdict = bounds.admit(draft, kept: kept)
             guard verdict == .kept else { return verdict }
-            var proof = PendingProof(
+            let proof = PendingProof(
                 id: nil, transactionID: draft.transactionID, proofDigest: draft.digest, proofKind: draft.kind, proof: draft.proof,
                 requestedProductID: draft.requestedProductID, appAccountToken: draft.appAccountToken, client: draft.client, status: .pending,
                 lastError: draft.error, createdAt: now, updatedAt: now)
@@ -230,7 +230,7 @@ public struct SQLiteLedger: Ledger {
             guard var row = try Self.row(db, transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
             let now = Date()
             let before = row.state
-            var attempt = DownloadAttempt(
+            let attempt = DownloadAttempt(
                 id: nil, transactionID: transactionID, rangeStart: report.range?.lowerBound, rangeEnd: report.range?.upperBound,
                 bytes: report.bytesSent, outcome: report.complete ? .complete : .interrupted, at: now)
             try attempt.insert(db)
