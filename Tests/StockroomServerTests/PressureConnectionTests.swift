@@ -67,9 +67,9 @@ import Testing
             $0.connectionLimits.bodyTimeout = .seconds(3)
             $0.connectionLimits.bodyMinimumRate = 0
         }) { fixture in
-            let cut = try await Self.timeUntilBodyIsCut(fixture, every: .milliseconds(500), limit: .seconds(20))
+            let cut = try await Self.timeUntilBodyIsCut(fixture, every: .milliseconds(500), limit: .seconds(40))
             #expect(cut != nil, "a body trickled a byte every half second is not waited for")
-            #expect(cut.map { $0 >= .seconds(2) && $0 < .seconds(10) } == true, "\(String(describing: cut))")
+            #expect(cut.map { $0 >= .seconds(2) && $0 < .seconds(30) } == true, "\(String(describing: cut))")
             #expect(try await fixture.snapshot() == [])
         }
     }
@@ -79,8 +79,9 @@ import Testing
             $0.connectionLimits.bodyTimeout = .seconds(120)
             $0.connectionLimits.bodyMinimumRate = 1024
         }) { fixture in
-            let cut = try await Self.timeUntilBodyIsCut(fixture, every: .seconds(1), limit: .seconds(30))
-            #expect(cut.map { $0 < .seconds(15) } == true, "closed once its first 5 s show a byte a second, not at the 120 s deadline")
+            // Cut at about 6 s; the bound leaves room for a full test run's first minute on two cores.
+            let cut = try await Self.timeUntilBodyIsCut(fixture, every: .seconds(1), limit: .seconds(60))
+            #expect(cut.map { $0 < .seconds(45) } == true, "closed once its first 5 s show a byte a second, not at the 120 s deadline")
             #expect(try await fixture.snapshot() == [])
         }
     }
