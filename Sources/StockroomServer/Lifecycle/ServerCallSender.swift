@@ -141,15 +141,19 @@ final class WakeUps: Sendable {
 
     func signal() { continuation.yield() }
 
-    /// Returns at the next signal (at once if one is pending), or after `limit`. One waiter at a time.
+    /// Returns at the next signal (at once if one is pending), or after `limit`; at once when
+    /// the waiting task is cancelled. One waiter at a time.
+    ///
+    /// The timeout is a signal too, sent into the stream. Cancelling a task that awaits an
+    /// `AsyncStream`'s `next()` finishes the stream for good: every later wait would return at
+    /// once, and the sender's loop would spin on the ledger (it did, a core per server).
     func wait(upTo limit: Duration) async {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                var signals = self.stream.makeAsyncIterator()
-                _ = await signals.next()
+            group.addTask { [continuation] in
+                if (try? await Task.sleep(for: limit)) != nil { continuation.yield() }
             }
-            group.addTask { try? await Task.sleep(for: limit) }
-            await group.next()
+            var signals = stream.makeAsyncIterator()
+            _ = await signals.next()
             group.cancelAll()
         }
     }
