@@ -56,11 +56,11 @@ struct OffloadNginxFixture: Sendable {
             do {
                 try await nginx.waitUntilServing()
                 let value = try await body(OffloadNginxFixture(server: server, port: nginxPort, contentFolder: folder))
-                nginx.stop()
+                await nginx.stop()
                 return value
             } catch {
                 Issue.record("nginx's error log:\n\(nginx.errorLog())")
-                nginx.stop()
+                await nginx.stop()
                 throw error
             }
         }

@@ -9,12 +9,9 @@ import StockroomTestSupport
 
 /// One nginx master process in the foreground, with its whole state (configuration, pid, logs,
 /// temporary folders) in a temporary folder; `stop()` ends it and waits.
-///
-/// Unchecked: `Process` is not marked `Sendable`, and is only asked whether it runs, signalled
-/// and waited for, which it allows from any thread.
-final class NginxProcess: @unchecked Sendable {
+final class NginxProcess: Sendable {
     let folder: TemporaryFolder
-    private let process: Process
+    private let process: ChildProcess
 
     /// nginx as Debian installs it (`nginx-light`), or the first on `PATH`.
     static var executable: String? {
@@ -52,12 +49,7 @@ final class NginxProcess: @unchecked Sendable {
         try folder.write("stockroom.conf", site.httpInclude)
         try folder.write("nginx.conf", Self.mainConfiguration(including: folder.path + "/stockroom.conf", in: folder.path))
         guard let executable = Self.executable else { throw NginxProcessError.notInstalled }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-p", folder.path, "-c", folder.path + "/nginx.conf", "-e", folder.path + "/error.log"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try ChildProcess.launch(process)
+        let process = try ChildProcess(executable, ["-p", folder.path, "-c", folder.path + "/nginx.conf", "-e", folder.path + "/error.log"])
         self.folder = folder
         self.process = process
         self.port = port
@@ -77,10 +69,11 @@ final class NginxProcess: @unchecked Sendable {
         throw NginxProcessError.exited("nginx did not listen within 10 s\n" + errorLog())
     }
 
-    /// SIGTERM (nginx's fast shutdown), then waits for the master to exit.
-    func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+    /// SIGTERM (nginx's fast shutdown, which takes its worker down too), then waits for the
+    /// master to exit.
+    func stop() async {
+        process.terminate()
+        await process.exit(within: .seconds(10))
     }
 
     func errorLog() -> String {
@@ -88,10 +81,9 @@ final class NginxProcess: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        // Not SIGKILL (`ChildProcess`'s own last resort): a killed master leaves its worker behind.
+        process.terminate()
+        process.reap(within: .seconds(5))
     }
 }
 

@@ -88,21 +88,16 @@ import Testing
         #expect(throws: NginxSiteError.self) { try NginxSite(listen: "8443", stockrooms: [], contentFolder: "/srv/content") }
     }
 
-    @Test func nginxAcceptsTheSiteWithAndWithoutTLS() throws {
+    @Test func nginxAcceptsTheSiteWithAndWithoutTLS() async throws {
         let folder = try TemporaryFolder()
         let certificate = folder.path + "/cert.pem", key = folder.path + "/key.pem"
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=stockroom.test", "-days",
-            "1",
-            "-keyout", key, "-out", certificate,
-        ]
-        openssl.standardOutput = FileHandle.nullDevice
-        openssl.standardError = FileHandle.nullDevice
-        try ChildProcess.launch(openssl)
-        openssl.waitUntilExit()
-        try #require(openssl.terminationStatus == 0)
+        let openssl = try await ChildProcess.run(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=stockroom.test", "-days", "1",
+                "-keyout", key, "-out", certificate,
+            ])
+        try #require(openssl.status == 0, "openssl: \(openssl.output)")
         let executable = try #require(NginxProcess.executable, "nginx is not installed: .ci/install-deps installs nginx-light")
         let sites = [
             try NginxSite(listen: "127.0.0.1:18443", stockroom: "http://127.0.0.1:8080", contentFolder: folder.path),
@@ -115,16 +110,9 @@ import Testing
         for site in sites {
             try folder.write("stockroom.conf", site.httpInclude)
             try folder.write("nginx.conf", NginxProcess.mainConfiguration(including: folder.path + "/stockroom.conf", in: folder.path))
-            let test = Process()
-            test.executableURL = URL(fileURLWithPath: executable)
-            test.arguments = ["-t", "-q", "-p", folder.path, "-c", folder.path + "/nginx.conf", "-e", folder.path + "/error.log"]
-            let output = Pipe()
-            test.standardOutput = output
-            test.standardError = output
-            try ChildProcess.launch(test)
-            let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            test.waitUntilExit()
-            #expect(test.terminationStatus == 0, "nginx -t: \(said)")
+            let test = try await ChildProcess.run(
+                executable, ["-t", "-q", "-p", folder.path, "-c", folder.path + "/nginx.conf", "-e", folder.path + "/error.log"])
+            #expect(test.status == 0, "nginx -t: \(test.output)")
         }
     }
 

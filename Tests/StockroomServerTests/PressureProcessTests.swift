@@ -10,7 +10,8 @@ import Glibc
 
 /// Issue 17 case 1 and the shutdown point against `stockroom serve` as a process, where the
 /// descriptor limit and SIGTERM are real: a flood of idle connections under a low limit leaves
-/// it answering, and a stalled stream does not hold its stop past `--shutdown-grace`.
+/// it answering, a stalled stream does not hold its stop past `--shutdown-grace`, and a server
+/// with nothing to do does nothing.
 @Suite(.serialized) struct PressureProcessTests {
     /// A folder with the sample catalogue's shape: a small book and a 128 MiB sparse file.
     static func folder() throws -> String {
@@ -66,30 +67,29 @@ import Glibc
     /// The flood comes from a child process: 600 sockets opened and closed in this test process
     /// would race Foundation's `Process.run` in other tests, which reads this process's
     /// descriptors while it launches a child.
-    final class Flood: @unchecked Sendable {
-        private let process: Process
+    final class Flood: Sendable {
+        private let process: ChildProcess
         private let ready: String
 
-        private init(process: Process, ready: String) {
+        private init(process: ChildProcess, ready: String) {
             self.process = process
             self.ready = ready
         }
 
         static func open(_ count: Int, to port: Int) async throws -> Flood {
             let ready = FileManager.default.temporaryDirectory.appendingPathComponent("flood-\(UUID().uuidString)").path
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [
-                "python3", "-c",
-                "import resource, socket, sys, time\n"
-                    + "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
-                    + "resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))\n"
-                    + "held = [socket.create_connection(('127.0.0.1', int(sys.argv[1]))) for _ in range(int(sys.argv[2]))]\n"
-                    + "open(sys.argv[3], 'w').write(str(len(held)))\n"
-                    + "time.sleep(120)\n",
-                String(port), String(count), ready,
-            ]
-            try ChildProcess.launch(process)
+            let process = try ChildProcess(
+                "/usr/bin/env",
+                [
+                    "python3", "-c",
+                    "import resource, socket, sys, time\n"
+                        + "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+                        + "resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))\n"
+                        + "held = [socket.create_connection(('127.0.0.1', int(sys.argv[1]))) for _ in range(int(sys.argv[2]))]\n"
+                        + "open(sys.argv[3], 'w').write(str(len(held)))\n"
+                        + "time.sleep(120)\n",
+                    String(port), String(count), ready,
+                ])
             return Flood(process: process, ready: ready)
         }
 
@@ -105,7 +105,7 @@ import Glibc
         }
 
         func stop() {
-            if process.isRunning { process.terminate() }
+            process.terminate()
             try? FileManager.default.removeItem(atPath: ready)
         }
 
@@ -117,6 +117,32 @@ import Glibc
 
     static func openDescriptors(_ pid: Int32) -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+    }
+
+    /// CPU time (user and system) `pid` has used so far, from `/proc/<pid>/stat`.
+    static func cpuTime(_ pid: Int32) throws -> Duration {
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // Fields after the command name (which may hold spaces, so split after its ")").
+        let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+        let ticks = try #require(Int(fields[11])) + (try #require(Int(fields[12])))
+        return .milliseconds(ticks * 1000 / sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    @Test func anIdleServerUsesNoCPUAfterItsQueuesFallQuiet() async throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // The built-in simulator gives the server Server API credentials, so the sender that
+        // makes Finish Transaction calls runs; a download queues one.
+        let server = try await Self.serve(folder)
+        defer { server.stop() }
+        #expect(try await Self.buy(server).status == 200)
+        // Past the sender's quiet interval (2 s) more than once: it used to spin from its first.
+        try await Task.sleep(for: .seconds(5))
+        let before = try Self.cpuTime(server.pid)
+        try await Task.sleep(for: .seconds(3))
+        let used = try Self.cpuTime(server.pid) - before
+        #expect(used < .milliseconds(300), "an idle server used \(used) of CPU in 3 s")
+        #expect(server.isRunning)
     }
 
     @Test func aFloodOfIdleConnectionsUnderALowDescriptorLimitLeavesTheServerAnswering() async throws {

@@ -4,12 +4,12 @@ import NIOPosix
 import StockroomCore
 
 /// A `stockroom serve` process a test started, spoken to over loopback, stopped by the test.
-public final class StockroomProcess: @unchecked Sendable {
-    private let process: Process
+public final class StockroomProcess: Sendable {
+    private let process: ChildProcess
     private let log: String
     public let port: Int
 
-    private init(process: Process, log: String, port: Int) {
+    private init(process: ChildProcess, log: String, port: Int) {
         self.process = process
         self.log = log
         self.port = port
@@ -46,22 +46,17 @@ public final class StockroomProcess: @unchecked Sendable {
         _ binary: String, folder: String, port: Int, arguments: [String], environment: [String: String],
         descriptors: (soft: Int, hard: Int)? = nil
     ) throws -> StockroomProcess {
-        let process = Process()
         let serve = ["serve", "--host", "127.0.0.1", "--port", String(port)] + arguments
-        if let descriptors {
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", "ulimit -Sn \(descriptors.soft) && ulimit -Hn \(descriptors.hard) && exec \"$0\" \"$@\"", binary] + serve
-        } else {
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = serve
-        }
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.currentDirectoryURL = URL(fileURLWithPath: folder)
         let log = folder + "/serve.log"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: log)
-        process.standardError = FileHandle(forWritingAtPath: log)
-        try ChildProcess.launch(process)
+        let environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let process =
+            if let descriptors {
+                try ChildProcess(
+                    "/bin/sh", ["-c", "ulimit -Sn \(descriptors.soft) && ulimit -Hn \(descriptors.hard) && exec \"$0\" \"$@\"", binary] + serve,
+                    environment: environment, directory: folder, output: .file(log))
+            } else {
+                try ChildProcess(binary, serve, environment: environment, directory: folder, output: .file(log))
+            }
         return StockroomProcess(process: process, log: log, port: port)
     }
 
@@ -86,20 +81,10 @@ public final class StockroomProcess: @unchecked Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let outputPath = folder.appendingPathComponent("stdout").path, errorPath = folder.appendingPathComponent("stderr").path
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
-        process.standardError = FileHandle(forWritingAtPath: errorPath)
-        let finished = AsyncStream<Int32> { continuation in
-            process.terminationHandler = { continuation.yield($0.terminationStatus); continuation.finish() }
-        }
-        try ChildProcess.launch(process)
-        var status: Int32 = -1
-        for await code in finished { status = code }
+        let process = try ChildProcess(
+            binary, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            output: .files(output: outputPath, error: errorPath))
+        let status = await process.exit(within: .seconds(300)) ?? -1
         let stdout = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         guard status == 0 else {
             let stderr = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
@@ -116,13 +101,13 @@ public final class StockroomProcess: @unchecked Sendable {
     }
 
     /// The process ID, for reading `/proc/<pid>/fd`.
-    public var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.pid }
 
     /// Whether the process still runs.
     public var isRunning: Bool { process.isRunning }
 
     /// The exit status once it has exited (a signal's number when a signal ended it).
-    public var exitStatus: Int32? { process.isRunning ? nil : process.terminationStatus }
+    public var exitStatus: Int32? { process.exitStatus }
 
     /// What the process has logged so far.
     public var logText: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
@@ -141,7 +126,6 @@ public final class StockroomProcess: @unchecked Sendable {
     /// SIGTERM; the process stops gracefully on its own. Not waited for here: a blocking wait
     /// would hold one of the few threads the in-process simulator (and every other test) runs on.
     public func stop() {
-        guard process.isRunning else { return }
         process.terminate()
     }
 
