@@ -70,7 +70,7 @@ public func buildApplication(
         digests: DigestCache(file: configuration.digestCachePath))
     let catalog: Catalog
     do {
-        catalog = try await NIOThreadPool.singleton.runIfActive { try loader.load() }
+        catalog = try await NIOThreadPool.catalog.runIfActive { try loader.load() }
     } catch let error as CatalogError {
         throw StartupError.catalog(error)
     }

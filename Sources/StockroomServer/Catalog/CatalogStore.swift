@@ -22,12 +22,12 @@ public final class CatalogStore: Sendable {
     public var catalog: Catalog { current.withLock { $0 } }
 
     /// Reloads when `products.json` or a content file changed since the last load.
-    /// Returns whether a new catalogue is now served. Stats and hashing run on the thread pool.
+    /// Returns whether a new catalogue is now served. Stats and hashing run on the catalogue's own thread pool.
     @discardableResult
     public func reloadIfChanged(logger: Logger) async -> Bool {
         let watched = catalog.watchedFiles
         let loader = self.loader
-        let outcome: ReloadOutcome? = try? await NIOThreadPool.singleton.runIfActive { () -> ReloadOutcome in
+        let outcome: ReloadOutcome? = try? await NIOThreadPool.catalog.runIfActive { () -> ReloadOutcome in
             var snapshot: [String: FileStamp?] = [:]
             for path in watched.keys { snapshot[path] = FileStamp.of(path: path) }
             guard snapshot.contains(where: { watched[$0.key] != $0.value }) else { return .unchanged }

@@ -61,7 +61,7 @@ public struct Doctor: Sendable {
     func catalogue() async -> (Finding, Catalog?) {
         let configuration = self.configuration
         do {
-            let catalog = try await NIOThreadPool.singleton.runIfActive { () throws -> Catalog in
+            let catalog = try await NIOThreadPool.catalog.runIfActive { () throws -> Catalog in
                 let jail = try ContentJail(folder: configuration.contentFolder)
                 return try CatalogLoader(catalogFolder: configuration.catalogFolder, jail: jail, digests: DigestCache(file: nil)).load()
             }
