@@ -3,12 +3,13 @@ import StockroomTestSupport
 import Testing
 @testable import StockroomKit
 
-/// The library's own SHA-256 (Linux has no CryptoKit) against FIPS 180-4's vectors, fed in pieces.
+/// The library's SHA-256 on Linux (no CryptoKit): libcrypto when it loads, else its own Swift
+/// code; both against FIPS 180-4's vectors, fed in pieces.
 @Suite struct DigestTests {
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
-    static func digest(_ bytes: [UInt8], pieces: [Int]) -> String {
-        var digest = SHA256Digest()
+    static func digest(_ bytes: [UInt8], pieces: [Int], libcrypto: Bool = true) -> String {
+        var digest = SHA256Digest(libcrypto: libcrypto)
         var offset = 0
         var index = 0
         while offset < bytes.count {
@@ -26,13 +27,32 @@ import Testing
             ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
             ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
         ]
-        for (text, expected) in vectors {
-            for pieces in [[1], [3, 7], [64], [1000]] {
-                #expect(Self.digest(Array(text.utf8), pieces: pieces) == expected, "\(text) in pieces of \(pieces)")
-            }
-        }
         let million = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
-        #expect(Self.digest(million, pieces: [4096, 63, 65, 1]) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        for libcrypto in [true, false] {
+            for (text, expected) in vectors {
+                for pieces in [[1], [3, 7], [64], [1000]] {
+                    #expect(Self.digest(Array(text.utf8), pieces: pieces, libcrypto: libcrypto) == expected, "\(text) in pieces of \(pieces)")
+                }
+            }
+            #expect(
+                Self.digest(million, pieces: [4096, 63, 65, 1], libcrypto: libcrypto) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        }
+    }
+
+    @Test func libcryptoHashesWhereTheSystemHasIt() {
+        // Debian's libssl3 (which the server needs) is on every machine these tests run on.
+        #expect(SHA256Digest().usesLibcrypto)
+        #expect(!SHA256Digest(libcrypto: false).usesLibcrypto)
+    }
+
+    @Test func aCopiedDigestHashesOnItsOwn() {
+        var first = SHA256Digest()
+        first.update(Data("ab".utf8))
+        var second = first
+        second.update(Data("c".utf8))
+        first.update(Data("x".utf8))
+        #expect(Self.hex(second.finalize()) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "abc")
+        #expect(Self.hex(first.finalize()) == Self.digest(Array("abx".utf8), pieces: [3], libcrypto: false))
     }
 
     @Test func aFileIsHashedAsItsBytesAre() throws {
