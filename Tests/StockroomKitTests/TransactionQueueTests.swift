@@ -125,7 +125,9 @@ import Testing
             await queue.run(ScriptedSource(
                 script: [StoreTransaction(transactionID: second.transactionId, productID: KitFixture.big, state: .purchased(stale)) { log.append("finish") }],
                 refreshed: Data(base64Encoded: second.receiptData, options: .ignoreUnknownCharacters), onRefresh: { log.append("refresh") }))
+            queue.finishReports()
             #expect(log.all == ["refresh", "finish"], "refreshed, delivered, and only then finished")
+            #expect(await reports.value.last == .finished(transactionID: second.transactionId, outcome: "delivered"))
             let intact = fixture.holds(KitFixture.big, KitFixture.bigBytes)
             #expect(intact)
         }
