@@ -160,6 +160,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // `make bench` only (.ci/bench-client): one delivery in a process linking StockroomKit alone.
+        .executableTarget(name: "StockroomKitBench", dependencies: ["StockroomKit"], swiftSettings: swiftSettings),
         // `make fuzz` and the fuzz step of `make test` (`.ci/fuzz`): libFuzzer harnesses when built
         // with `--sanitize=fuzzer -DSTOCKROOM_LIBFUZZER`; otherwise a driver replaying inputs through them.
         .executableTarget(
