@@ -53,6 +53,13 @@ import Testing
         first.update(Data("x".utf8))
         #expect(Self.hex(second.finalize()) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "abc")
         #expect(Self.hex(first.finalize()) == Self.digest(Array("abx".utf8), pieces: [3], libcrypto: false))
+
+        var kept = SHA256Digest()
+        kept.update(Data("ab".utf8))
+        let finished = kept
+        #expect(Self.hex(finished.finalize()) == Self.digest(Array("ab".utf8), pieces: [2], libcrypto: false))
+        kept.update(Data("c".utf8))
+        #expect(Self.hex(kept.finalize()) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "hashing goes on after a copy was finalized")
     }
 
     @Test func aFileIsHashedAsItsBytesAre() throws {

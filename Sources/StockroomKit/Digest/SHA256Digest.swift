@@ -61,8 +61,13 @@ struct SHA256Digest: Sendable {
 
     consuming func finalize() -> [UInt8] {
         switch backend {
-        case .libcrypto(let context): context.finalize()
-        case .swift(let hasher): hasher.finalize()
+        case .libcrypto(var context):
+            // Finalizing ends the context: a copy that shares it keeps its own.
+            backend = .swift(SwiftSHA256())
+            if !isKnownUniquelyReferenced(&context), let copy = context.copy() { context = copy }
+            return context.finalize()
+        case .swift(let hasher):
+            return hasher.finalize()
         }
     }
 }
