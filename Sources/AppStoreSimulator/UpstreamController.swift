@@ -44,7 +44,7 @@ struct UpstreamController<Context: RequestContext> {
         let fault = await state.begin("verifyReceipt", environment: environment)
         if let faulted = try await apply(fault) { return faulted }
         let bytes = try await request.body.collect(upTo: 8 << 20)
-        let decoded = try? JSONDecoder().decode(RequestBody.self, from: Data(buffer: bytes))
+        let decoded = JSONNesting.isShallow(bytes.readableBytesView) ? try? JSONDecoder().decode(RequestBody.self, from: Data(buffer: bytes)) : nil
         return try Self.json(await state.verify(receiptData: decoded?.receiptData, password: decoded?.password, endpoint: environment))
     }
 

@@ -47,6 +47,42 @@ import Glibc
         }
     }
 
+    /// Foundation's JSON parser traps on some input nested 513 deep: one such body stopped the
+    /// server (SIGILL). Every JSON from outside is refused before Foundation parses it.
+    @Test(arguments: LedgerEngine.allCases) func deeplyNestedJSONIsRefusedAndTheServerKeepsServing(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine, Self.withAdmin) { fixture in
+            let purchase = try await fixture.control.purchase(Self.cheap)
+            #expect(try await fixture.post(purchase).status == .ok)
+            let before = try await fixture.settledSnapshot()
+            let certificate = ByteEncoding.base64(try SigningChain().root.der)
+            let header = ByteEncoding.base64URL(Array(#"{"alg":"ES256","x5c":["\#(certificate)","\#(certificate)","\#(certificate)"]}"#.utf8))
+            let signature = ByteEncoding.base64URL([UInt8](repeating: 7, count: 64))
+            for nested in [String(repeating: "[", count: 513), String(repeating: "[", count: 4096), String(repeating: #"{"a":"#, count: 513)] {
+                for path in ["/v1/downloads", "/v1/restores", "/v1/notifications/appstore"] {
+                    let answer = try await fixture.client.execute(uri: path, method: .post, body: ByteBuffer(string: nested))
+                    #expect(answer.status == .badRequest, "\(path), \(nested.count) bytes")
+                }
+                let revoke = try await fixture.client.execute(
+                    uri: "/v1/admin/fulfilments/\(purchase.transactionId)/revoke", method: .post,
+                    headers: [.authorization: "Bearer \(Self.adminToken)"], body: ByteBuffer(string: nested))
+                #expect(revoke.status == .badRequest)
+                // The same inside a signed transaction: its header, then its payload.
+                let nestedPart = ByteEncoding.base64URL(Array(nested.utf8))
+                for jws in ["\(nestedPart).\(nestedPart).\(signature)", "\(header).\(nestedPart).\(signature)"] {
+                    let download = try await fixture.post(["productId": Self.cheap, "signedTransaction": jws])
+                    #expect(download.status == .forbidden)
+                    #expect(try DownloadFixture.code(download) == "jws_malformed")
+                    let notification = try await fixture.client.execute(
+                        uri: "/v1/notifications/appstore", method: .post,
+                        body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["signedPayload": jws])))
+                    #expect(notification.status == .badRequest)
+                }
+            }
+            #expect(try await fixture.snapshot() == before, "the ledger is unchanged")
+            #expect(try await fixture.post(purchase).status == .ok, "and the server still serves")
+        }
+    }
+
     // MARK: 2. An outage must not give content away
 
     @Test(arguments: LedgerEngine.allCases) func duringAnOutageOnlyTheProofOnRecordIsServed(_ engine: LedgerEngine) async throws {

@@ -38,6 +38,9 @@ public struct CatalogFile: Codable, Sendable, Equatable {
 
     /// Decodes `products.json`; a syntax error names its line and column, a wrong field type its path.
     public static func decode(_ bytes: [UInt8]) throws(CatalogError) -> CatalogFile {
+        guard JSONNesting.isShallow(bytes) else {
+            throw CatalogError(["products.json nests arrays or objects deeper than \(JSONNesting.limit) levels"])
+        }
         do {
             return try JSONDecoder().decode(CatalogFile.self, from: Data(bytes))
         } catch let error as DecodingError {

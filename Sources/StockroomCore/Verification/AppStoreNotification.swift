@@ -21,7 +21,7 @@ public struct AppStoreNotification: Sendable, Equatable {
         case .success(let bytes): payload = bytes
         case .failure(let failure): return .failure(failure)
         }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
+        guard JSONNesting.isShallow(payload), let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
             let type = object["notificationType"] as? String, let uuid = object["notificationUUID"] as? String, !uuid.isEmpty
         else { return .failure(.malformed("the payload has no notificationType or notificationUUID")) }
         var notification = AppStoreNotification(

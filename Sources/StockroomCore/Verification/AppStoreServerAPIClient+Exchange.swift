@@ -67,7 +67,7 @@ extension AppStoreServerAPIClient {
     /// Apple's `errorCode` and `errorMessage` in an error body, when it is one; the message is
     /// cut short, and a code that is no integer (1e30, 4.5, "x") is no code.
     static func appleError(in body: [UInt8]) -> (code: Int?, message: String?) {
-        guard body.count <= 64 * 1024, let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return (nil, nil) }
+        guard body.count <= 64 * 1024, JSONNesting.isShallow(body), let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return (nil, nil) }
         let code = (object["errorCode"] as? NSNumber).flatMap { number -> Int? in
             let value = number.doubleValue
             guard value.isFinite, abs(value) < 1e12 else { return nil }

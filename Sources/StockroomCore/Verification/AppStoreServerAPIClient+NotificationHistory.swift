@@ -55,7 +55,7 @@ extension AppStoreServerAPIClient {
     /// A page from Apple's `NotificationHistoryResponse`, or why it is none: every count and
     /// length bounded, and a `hasMore` without a fresh token refused, so paging must end.
     static func page(from body: [UInt8], sentToken: String?) -> Result<NotificationHistoryPage, MalformedPage> {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return .failure(MalformedPage(reason: "the page is not a JSON object")) }
+        guard JSONNesting.isShallow(body), let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return .failure(MalformedPage(reason: "the page is not a JSON object")) }
         let entries: [Any]
         switch object["notificationHistory"] {
         case nil: entries = []

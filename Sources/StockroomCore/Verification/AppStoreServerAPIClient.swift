@@ -109,7 +109,7 @@ public final class AppStoreServerAPIClient: Sendable {
                     UpstreamRequest(
                         method: .get, url: "\(base)/inApps/v1/transactions/\(transactionID)",
                         headers: [("Authorization", "Bearer \(token)")], timeout: deadline - clock.now, endpoint: "transactions"))
-                let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+                let object = JSONNesting.isShallow(response.body) ? try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] : nil
                 switch response.status {
                 case 200:
                     guard let info = object?["signedTransactionInfo"] as? String else { return .unavailable(reason: "a 200 without signedTransactionInfo", retryAfter: policy.retryAfter) }

@@ -28,7 +28,7 @@ public struct JWSVerifier: Sendable {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .failure(.malformed("a JWS has three dot-separated parts")) }
         guard let headerBytes = ByteEncoding.decodeBase64(parts[0]),
-            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any]
+            JSONNesting.isShallow(headerBytes), let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any]
         else { return .failure(.malformed("the header is not base64url JSON")) }
         guard header["alg"] as? String == "ES256" else {
             return .failure(.malformed("alg must be ES256, not \(header["alg"].map { "\($0)" } ?? "missing")"))
@@ -37,7 +37,7 @@ public struct JWSVerifier: Sendable {
             return .failure(.malformed("x5c must hold exactly 3 certificates"))
         }
         guard let payload = ByteEncoding.decodeBase64(parts[1]),
-            let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
+            JSONNesting.isShallow(payload), let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
         else { return .failure(.malformed("the payload is not base64url JSON")) }
         guard let signedDate = (object["signedDate"] as? NSNumber)?.doubleValue, signedDate.isFinite else {
             return .failure(.malformed("the payload has no signedDate"))

@@ -99,7 +99,7 @@ public struct SignedTransactionVerifier: Sendable {
         case .success(let bytes): payload = bytes
         case .failure(let failure): return .failure(failure)
         }
-        guard let transaction = try? JSONDecoder().decode(SignedTransaction.self, from: Data(payload)) else {
+        guard JSONNesting.isShallow(payload), let transaction = try? JSONDecoder().decode(SignedTransaction.self, from: Data(payload)) else {
             return .failure(.malformed("the payload is not a transaction"))
         }
         guard transaction.bundleId == bundleID else { return .failure(.wrongBundle(expected: bundleID, actual: transaction.bundleId)) }

@@ -37,7 +37,7 @@ extension AppStoreServerAPIClient {
                     UpstreamRequest(
                         method: .get, url: "\(base)/inApps/v2/history/\(transactionID)\(query)",
                         headers: [("Authorization", "Bearer \(try bearerToken())")], timeout: deadline - clock.now, endpoint: "history"))
-                let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+                let object = JSONNesting.isShallow(response.body) ? try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] : nil
                 switch response.status {
                 case 200:
                     guard let object, let page = Self.page(object, environment: current) else {

@@ -117,7 +117,7 @@ public struct VerifyReceiptClient: Sendable {
             return .transient("\(error)")
         }
         guard response.status == 200 else { return .transient("HTTP \(response.status)") }
-        guard let decoded = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(response.body)), decoded.status >= 0 else {
+        guard JSONNesting.isShallow(response.body), let decoded = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(response.body)), decoded.status >= 0 else {
             return .transient("a body that is not verifyReceipt JSON")
         }
         return .answer(decoded)

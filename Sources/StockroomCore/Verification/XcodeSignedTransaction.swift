@@ -27,7 +27,7 @@ public struct XcodeTransactionVerifier: Sendable {
     public static func isXcodeShaped(_ jws: String) -> Bool {
         guard let header = jws.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first,
             header.utf8.count <= 16 * 1024, let bytes = ByteEncoding.decodeBase64(header),
-            let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
+            JSONNesting.isShallow(bytes), let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
             let chain = object["x5c"] as? [Any]
         else { return false }
         return chain.count == 1
@@ -37,12 +37,12 @@ public struct XcodeTransactionVerifier: Sendable {
     public func verify(_ jws: String, bundleID: String) -> Result<SignedTransaction, JWSFailure> {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = ByteEncoding.decodeBase64(parts[0]),
-            let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any]
+            JSONNesting.isShallow(headerBytes), let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any]
         else { return .failure(.malformed("the header is not base64url JSON")) }
         guard header["alg"] as? String == "ES256" else { return .failure(.malformed("alg must be ES256")) }
         guard let chain = header["x5c"] as? [String], chain.count == 1 else { return .failure(.malformed("an Xcode x5c holds one certificate")) }
         guard let payload = ByteEncoding.decodeBase64(parts[1]),
-            var transaction = try? JSONDecoder().decode(SignedTransaction.self, from: Data(payload))
+            var transaction = JSONNesting.isShallow(payload) ? try? JSONDecoder().decode(SignedTransaction.self, from: Data(payload)) : nil
         else { return .failure(.malformed("the payload is not a transaction")) }
         guard Double(transaction.signedDate) <= JWSVerifier.signedDateRange.upperBound, transaction.signedDate >= 0 else {
             return .failure(.malformed("signedDate must be milliseconds between 1970 and 2100"))

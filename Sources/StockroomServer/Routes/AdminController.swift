@@ -120,7 +120,7 @@ struct AdminController<Context: RequestContext> {
     /// The `{"reason": "…"}` body of revoke and reinstate.
     private static func reason(_ request: Request, context: Context) async throws -> String {
         let body = try await request.body.collect(upTo: context.maxUploadSize)
-        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
+        guard JSONNesting.isShallow(body.readableBytesView), let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
             let reason = object["reason"] as? String, !reason.trimmingCharacters(in: .whitespaces).isEmpty
         else { throw AdminError.badRequest("the body must be {\"reason\": \"…\"}") }
         return reason

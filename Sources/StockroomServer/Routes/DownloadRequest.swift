@@ -24,6 +24,7 @@ struct DownloadRequest: Sendable {
 
     static func parse(_ bytes: [UInt8]) throws(DownloadError) -> DownloadRequest {
         let body: Body
+        guard JSONNesting.isShallow(bytes) else { throw .badRequest("The body is not a JSON object.") }
         do {
             body = try JSONDecoder().decode(Body.self, from: Data(bytes))
         } catch DecodingError.typeMismatch(_, let context) {

@@ -18,7 +18,7 @@ struct NotificationController<Context: RequestContext> {
 
     @Sendable func receive(_ request: Request, context: Context) async throws -> Response {
         let body = try await request.body.collect(upTo: context.maxUploadSize)
-        guard let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
+        guard JSONNesting.isShallow(body.readableBytesView), let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
             let signedPayload = object["signedPayload"] as? String
         else { throw NotificationError.badRequest("The body must be {\"signedPayload\": \"<JWS>\"}.") }
         let status: String

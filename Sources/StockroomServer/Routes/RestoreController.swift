@@ -64,6 +64,7 @@ struct RestoreBody: Sendable {
 
     static func parse(_ bytes: [UInt8]) throws(RestoreError) -> RestoreBody {
         let fields: Fields
+        guard JSONNesting.isShallow(bytes) else { throw .badRequest("The body is not a JSON object.") }
         do {
             fields = try JSONDecoder().decode(Fields.self, from: Data(bytes))
         } catch DecodingError.typeMismatch(_, let context) {
