@@ -1,13 +1,15 @@
 import Foundation
-import StockroomKit
 import StockroomTestSupport
 import Testing
+
+@testable import StockroomKit
 
 /// A purchase delivered end to end through the live server and simulator, with each proof kind.
 @Suite struct DeliveryTests {
     enum ProofKind: String, CaseIterable, Sendable { case signedTransaction, appReceipt, transactionReceipt }
 
-    @Test(arguments: ProofKind.allCases) func eachProofKindIsDeliveredCheckedAcknowledgedAndReportedOnce(_ kind: ProofKind) async throws {
+    @Test(arguments: ProofKind.allCases, TransportTests.engines)
+    func eachProofKindIsDeliveredCheckedAcknowledgedAndReportedOnce(_ kind: ProofKind, _ engine: HTTPTransport.Engine) async throws {
         try await KitFixture.run { fixture in
             let purchase: Purchase
             switch kind {
@@ -16,7 +18,7 @@ import Testing
             case .transactionReceipt: purchase = try await fixture.control.transactionPurchase(KitFixture.book).withTransactionReceipt()
             }
             let events = EventLog()
-            let delivery = try fixture.delivery(events: events)
+            let delivery = try fixture.delivery(events: events) { $0.transportEngine = engine }
             let reports = Reports()
             reports.listen(delivery)
 

@@ -1,7 +1,8 @@
 import Foundation
-import StockroomKit
 import StockroomTestSupport
 import Testing
+
+@testable import StockroomKit
 
 /// Broken connections, a killed app, damaged bytes and an expired token, through a TCP proxy.
 @Suite struct ResumeTests {
@@ -15,12 +16,13 @@ import Testing
         }.first
     }
 
-    @Test func aConnectionCutMidBodyResumesWith206FromItsByteCountWithoutASecondVerification() async throws {
+    @Test(arguments: TransportTests.engines)
+    func aConnectionCutMidBodyResumesWith206FromItsByteCountWithoutASecondVerification(_ engine: HTTPTransport.Engine) async throws {
         try await KitFixture.run { fixture in
             let purchase = try await fixture.control.purchase(KitFixture.big).withReceipt()
             fixture.proxy.inject([.cutAfter(1 << 20)])
             let events = EventLog()
-            let delivery = try fixture.delivery(events: events)
+            let delivery = try fixture.delivery(events: events) { $0.transportEngine = engine }
 
             #expect(await delivery.deliver(purchase).code == "delivered")
             let intact = fixture.holds(KitFixture.big, KitFixture.bigBytes)
@@ -72,12 +74,13 @@ import Testing
         }
     }
 
-    @Test func aByteFlippedInTransitIsDownloadedAfreshAndNeverAcknowledgedBeforeTheFileIsIntact() async throws {
+    @Test(arguments: TransportTests.engines)
+    func aByteFlippedInTransitIsDownloadedAfreshAndNeverAcknowledgedBeforeTheFileIsIntact(_ engine: HTTPTransport.Engine) async throws {
         try await KitFixture.run { fixture in
             let purchase = try await fixture.control.purchase(KitFixture.big).withReceipt()
             fixture.proxy.inject([.flip(at: 200_000)])
             let events = EventLog()
-            let delivery = try fixture.delivery(events: events)
+            let delivery = try fixture.delivery(events: events) { $0.transportEngine = engine }
 
             #expect(await delivery.deliver(purchase).code == "delivered")
             let intact = fixture.holds(KitFixture.big, KitFixture.bigBytes)

@@ -29,6 +29,8 @@ public actor Delivery {
         public var now: @Sendable () -> Date = { Date() }
         /// Each step, for a log (and the tests).
         public var observer: (@Sendable (DeliveryEvent) -> Void)?
+        /// What carries the transfers; the tests also run URLSession on Linux.
+        var transportEngine = HTTPTransport.Engine.automatic
 
         /// Files go to `folder/<productID>`.
         public init(server: URL, journalFolder: URL, folder: URL) {
@@ -58,7 +60,7 @@ public actor Delivery {
         let session = URLSessionConfiguration.ephemeral
         session.timeoutIntervalForRequest = configuration.requestTimeout
         session.httpMaximumConnectionsPerHost = max(configuration.maximumConcurrentDeliveries, 1) + 2
-        self.transport = HTTPTransport(configuration: session)
+        self.transport = HTTPTransport(configuration: session, engine: configuration.transportEngine)
         self.permits = max(1, configuration.maximumConcurrentDeliveries)
         (safeToFinish, safeToFinishContinuation) = AsyncStream<String>.makeStream()
     }

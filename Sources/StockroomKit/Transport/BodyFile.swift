@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A partial file that a body is appended to, with progress reported; a thread of its own hashes
 /// (SHA-256) what was written, reading the file behind the writer.
@@ -12,6 +15,8 @@ final class BodyFile: @unchecked Sendable {
     private let condition = NSCondition()
     /// Guarded by `condition`.
     private var written: Int64
+    /// Where the writeback started last (Linux): the writer's thread only.
+    private var flushedTo: Int64
     private var ended = false
     private var result: SHA256Digest?
     private var hashed = false
@@ -39,6 +44,7 @@ final class BodyFile: @unchecked Sendable {
         try handle.seekToEnd()
         self.handle = handle
         self.written = keeping
+        self.flushedTo = keeping
         self.progress = progress
         let thread = Thread { [self] in hash(reader) }
         thread.name = "StockroomKit.BodyFile.hash"
@@ -54,15 +60,36 @@ final class BodyFile: @unchecked Sendable {
         return written
     }
 
-    func append(_ data: Data) throws {
-        try handle.write(contentsOf: data)
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        try handle.write(contentsOf: bytes)
         condition.lock()
-        written += Int64(data.count)
+        written += Int64(bytes.count)
         let now = written
         condition.signal()
         condition.unlock()
         progress(now)
+        startWriteback(upTo: now)
     }
+
+    /// Starts writing what the last 8 MiB added to disk, without waiting for it: the final
+    /// `fsync` then finds little left to write (on Linux, 1 GiB of dirty pages took 0.7–0.9 s to
+    /// flush at the end, most of a fast download's time).
+    private func startWriteback(upTo end: Int64) {
+        #if os(Linux)
+        guard end - flushedTo >= (8 << 20), let syncFileRange = Self.syncFileRange else { return }
+        _ = syncFileRange(handle.fileDescriptor, flushedTo, end - flushedTo, 2)  // SYNC_FILE_RANGE_WRITE
+        flushedTo = end
+        #endif
+    }
+
+    #if os(Linux)
+    /// glibc's `sync_file_range`, which Swift's Glibc module does not export.
+    private static let syncFileRange: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32)? = {
+        dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sync_file_range").map {
+            unsafeBitCast($0, to: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32).self)
+        }
+    }()
+    #endif
 
     /// The body ended (whole or not): the file is flushed to disk, and the hash catches up.
     func end() throws {

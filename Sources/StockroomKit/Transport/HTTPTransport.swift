@@ -28,14 +28,31 @@ struct TransferResult: Sendable {
     var complete: Bool { error == nil && !stopped && response != nil }
 }
 
-/// URLSession with a data delegate, so a body streams to disk chunk by chunk and never sits whole
-/// in memory; one session serves every transfer of a `Delivery` or `CatalogClient`.
+/// Sends the requests of a `Delivery` or `CatalogClient`, each body streamed to disk piece by
+/// piece, never whole in memory. On Apple platforms: URLSession with a data delegate, one session
+/// for every transfer. On Linux: libcurl directly (`CurlTransfer`), where it loads.
 final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    /// What carries the transfers.
+    enum Engine: Sendable {
+        /// libcurl on Linux where it loads, URLSession everywhere else.
+        case automatic
+        /// URLSession, also on Linux (the tests run the Apple platforms' path with it).
+        case urlSession
+    }
+
     private let lock = NSLock()
     private var transfers: [Int: Transfer] = [:]
     private var session: URLSession?
+    private let timeout: TimeInterval
+    #if os(Linux) && (arch(x86_64) || arch(arm64))
+    private let curl: CurlHandles?
+    #endif
 
-    init(configuration: URLSessionConfiguration = .ephemeral) {
+    init(configuration: URLSessionConfiguration = .ephemeral, engine: Engine = .automatic) {
+        timeout = configuration.timeoutIntervalForRequest
+        #if os(Linux) && (arch(x86_64) || arch(arm64))
+        curl = engine == .automatic && LibCurl.shared != nil ? CurlHandles() : nil
+        #endif
         super.init()
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -46,6 +63,15 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
         session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
     }
 
+    /// Whether libcurl carries the transfers.
+    var usesLibCurl: Bool {
+        #if os(Linux) && (arch(x86_64) || arch(arm64))
+        curl != nil
+        #else
+        false
+        #endif
+    }
+
     /// Ends the session: it holds its delegate (this object) until invalidated.
     func invalidate() {
         lock.withLock { session }?.invalidateAndCancel()
@@ -53,6 +79,9 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     /// Sends `request`; `decide` picks what happens to the body once its head is known.
     func send(_ request: URLRequest, decide: @escaping @Sendable (HTTPURLResponse) -> BodyDisposition) async -> TransferResult {
+        #if os(Linux) && (arch(x86_64) || arch(arm64))
+        if let curl { return await curl.send(CurlTransfer(request, timeout: timeout, decide: decide)) }
+        #endif
         guard let session = lock.withLock({ session }) else { return TransferResult(error: URLError(.cancelled)) }
         let task = session.dataTask(with: request)
         return await withTaskCancellationHandler {
@@ -81,7 +110,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
         switch transfer.disposition {
         case .file(let file):
             do {
-                try file.append(data)
+                try data.withUnsafeBytes { try file.append($0) }
             } catch {
                 transfer.failure = error
                 dataTask.cancel()

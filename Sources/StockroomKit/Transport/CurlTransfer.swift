@@ -1,0 +1,269 @@
+#if os(Linux) && (arch(x86_64) || arch(arm64))
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One transfer on libcurl, on a thread of its own: what `HTTPTransport` uses on Linux.
+///
+/// URLSession on Linux hands its delegate the body in 16 KiB `Data` pieces through an operation
+/// queue, and it cannot pause a receive: a disk slower than the network piles the body up in
+/// memory. Here libcurl's write callback writes each piece (up to 512 KiB) straight from its own
+/// buffer, and libcurl reads no more from the socket until the callback returned, so memory
+/// stays at one buffer whatever the file's size.
+final class CurlTransfer: @unchecked Sendable {
+    private let request: URLRequest
+    private let timeout: TimeInterval
+    private let decide: @Sendable (HTTPURLResponse) -> BodyDisposition
+    private let lock = NSLock()
+    private var cancelled = false  // guarded by `lock`; the rest is touched by the transfer's thread only
+    private var status = 0
+    private var headerFields: [(String, String)] = []
+    private var headComplete = false
+    private var response: HTTPURLResponse?
+    private var disposition: BodyDisposition?
+    private var body = Data()
+    private var failure: (any Error)?
+    private var stopped = false
+    private var timedOut = false
+    private var moved: Int64 = -1
+    private var lastMove = ProcessInfo.processInfo.systemUptime
+
+    init(_ request: URLRequest, timeout: TimeInterval, decide: @escaping @Sendable (HTTPURLResponse) -> BodyDisposition) {
+        self.request = request
+        self.timeout = timeout
+        self.decide = decide
+    }
+
+    /// Stops the transfer at libcurl's next callback (at least once a second).
+    func cancel() { lock.withLock { cancelled = true } }
+
+    private var isCancelled: Bool { lock.withLock { cancelled } }
+
+    /// Runs the transfer on `easy` (blocking this thread) and tells how it ended.
+    func run(on easy: CurlEasy) -> TransferResult {
+        guard let url = request.url?.absoluteString, configure(easy, url: url) else {
+            return TransferResult(error: URLError(.unsupportedURL))
+        }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        easy.set(.writeData, pointer: context)
+        easy.set(.headerData, pointer: context)
+        easy.set(.progressData, pointer: context)
+        let code = withExtendedLifetime(self) { easy.perform() }
+        if disposition == nil, let response = currentResponse() {
+            // No body at all (a 304, an empty 200): decide anyway, so an empty file is created.
+            disposition = decide(response)
+            if case .stop = disposition { stopped = true }
+        }
+        var result = TransferResult(response: response, body: body)
+        if stopped {
+            result.stopped = true
+        } else if let failure {
+            result.error = failure
+        } else if timedOut {
+            result.error = URLError(.timedOut)
+        } else if code != LibCurl.Result.ok.rawValue {
+            result.error = Self.error(code, cancelled: isCancelled)
+        }
+        if case .file(let file) = disposition {
+            do { try file.end() } catch { result.error = result.error ?? error }
+        }
+        return result
+    }
+
+    private func configure(_ easy: CurlEasy, url: String) -> Bool {
+        guard url.hasPrefix("http://") || url.hasPrefix("https://"), easy.set(.url, url) else { return false }
+        easy.set(.noSignal, 1)
+        easy.set(.bufferSize, 512 << 10)
+        easy.set(.userAgent, "StockroomKit")
+        easy.set(.followLocation, 1)
+        easy.set(.maxRedirects, 5)
+        easy.set(.protocols, 3)  // CURLPROTO_HTTP | CURLPROTO_HTTPS, also for redirects
+        easy.set(.redirectProtocols, 3)
+        // URLSession's request timeout, the longest wait for a byte: for connecting here, and
+        // after that in `onProgress` (libcurl's low-speed limit averages over several seconds).
+        easy.set(.connectTimeoutMilliseconds, max(1, Int((timeout * 1000).rounded(.up))))
+        easy.set(.writeFunction, pointer: unsafeBitCast(Self.onBody, to: UnsafeRawPointer.self))
+        easy.set(.headerFunction, pointer: unsafeBitCast(Self.onHeader, to: UnsafeRawPointer.self))
+        easy.set(.progressFunction, pointer: unsafeBitCast(Self.onProgress, to: UnsafeRawPointer.self))
+        easy.set(.noProgress, 0)
+        let method = request.httpMethod ?? "GET"
+        let payload = request.httpBody ?? Data()
+        switch method {
+        case "GET": easy.set(.httpGet, 1)
+        case "POST": easy.set(.post, 1)
+        default: easy.set(.customRequest, method)
+        }
+        if method != "GET" {
+            easy.set(.postFieldSize, payload.count)
+            // Copied by libcurl; an empty body is sent as such.
+            payload.withUnsafeBytes { bytes in
+                let empty: StaticString = ""
+                easy.set(.copyPostFields, pointer: bytes.baseAddress ?? UnsafeRawPointer(empty.utf8Start))
+            }
+        }
+        // No `Expect: 100-continue` round trip before a large receipt.
+        let fields = (request.allHTTPHeaderFields ?? [:]).map { "\($0.key): \($0.value)" }
+        easy.setHeaders(fields + ["Expect:"])
+        return true
+    }
+
+    // MARK: libcurl's callbacks (on the transfer's thread)
+
+    private static let onHeader: LibCurl.WriteCallback = { buffer, size, count, context in
+        guard let buffer, let context else { return 0 }
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+        let length = size * count
+        let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: length), as: UTF8.self)
+        transfer.header(line.trimmingCharacters(in: .whitespacesAndNewlines))
+        return length
+    }
+
+    private func header(_ line: String) {
+        if line.hasPrefix("HTTP/") {
+            // A new response: an interim 1xx, or the next one after a redirect.
+            let parts = line.split(separator: " ", maxSplits: 2)
+            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+            headerFields = []
+            headComplete = false
+        } else if line.isEmpty {
+            headComplete = status >= 200
+        } else if let colon = line.firstIndex(of: ":") {
+            let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
+            let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            headerFields.append((name, value))
+        }
+    }
+
+    private func currentResponse() -> HTTPURLResponse? {
+        if let response { return response }
+        guard headComplete, status >= 200, let url = request.url else { return nil }
+        var fields: [String: String] = [:]
+        for (name, value) in headerFields {
+            if let key = fields.keys.first(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) {
+                fields[key] = (fields[key] ?? "") + ", " + value
+            } else {
+                fields[name] = value
+            }
+        }
+        response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)
+        return response
+    }
+
+    private static let onBody: LibCurl.WriteCallback = { buffer, size, count, context in
+        guard let buffer, let context else { return 0 }
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue()
+        let length = size * count
+        return transfer.received(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+    }
+
+    /// A piece of the body; false stops the transfer.
+    private func received(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if isCancelled { return false }
+        if disposition == nil {
+            guard let response = currentResponse() else { return false }
+            disposition = decide(response)
+        }
+        switch disposition {
+        case .file(let file):
+            do {
+                try file.append(bytes)
+            } catch {
+                failure = error
+                return false
+            }
+        case .memory(let limit):
+            guard body.count + bytes.count <= limit else {
+                failure = URLError(.dataLengthExceedsMaximum)
+                return false
+            }
+            body.append(contentsOf: bytes)
+        case .stop:
+            stopped = true
+            return false
+        case .fail(let error):
+            failure = error
+            return false
+        case nil:
+            return false
+        }
+        return true
+    }
+
+    /// Called at least once a second: false stops the transfer.
+    private static let onProgress: LibCurl.ProgressCallback = { context, _, received, _, sent in
+        guard let context else { return 1 }
+        return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().proceeds(moved: received + sent) ? 0 : 1
+    }
+
+    /// Whether to go on: not cancelled, and a byte moved within the timeout.
+    private func proceeds(moved bytes: Int64) -> Bool {
+        if isCancelled { return false }
+        let now = ProcessInfo.processInfo.systemUptime
+        if bytes != moved {
+            moved = bytes
+            lastMove = now
+        } else if now - lastMove > timeout {
+            timedOut = true
+            return false
+        }
+        return true
+    }
+
+    /// libcurl's result as the `URLError` URLSession would have given.
+    static func error(_ code: Int32, cancelled: Bool) -> URLError {
+        if cancelled { return URLError(.cancelled) }
+        switch LibCurl.Result(rawValue: code) {
+        case .couldNotResolveHost: return URLError(.cannotFindHost)
+        case .couldNotConnect: return URLError(.cannotConnectToHost)
+        case .timedOut: return URLError(.timedOut)
+        case .peerCertificate: return URLError(.serverCertificateUntrusted)
+        case .sslConnect: return URLError(.secureConnectionFailed)
+        case .partialFile, .gotNothing, .sendError, .receiveError: return URLError(.networkConnectionLost)
+        case .abortedByCallback: return URLError(.cancelled)
+        default: return URLError(.unknown)
+        }
+    }
+}
+#endif
+
+#if os(Linux) && (arch(x86_64) || arch(arm64))
+/// libcurl handles kept between transfers, so their connections stay alive; each transfer runs on
+/// a thread of its own, since `curl_easy_perform` blocks until the transfer ends.
+final class CurlHandles: @unchecked Sendable {
+    private let lock = NSLock()
+    private var idle: [CurlEasy] = []
+    private let keep = 4
+
+    func send(_ transfer: CurlTransfer) async -> TransferResult {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
+                let thread = Thread { [self] in
+                    guard let easy = take() else { return continuation.resume(returning: TransferResult(error: URLError(.unknown))) }
+                    let result = transfer.run(on: easy)
+                    give(easy)
+                    continuation.resume(returning: result)
+                }
+                thread.name = "StockroomKit.CurlTransfer"
+                thread.start()
+            }
+        } onCancel: {
+            transfer.cancel()
+        }
+    }
+
+    private func take() -> CurlEasy? {
+        if let easy = lock.withLock({ idle.popLast() }) {
+            easy.reset()
+            return easy
+        }
+        return CurlEasy()
+    }
+
+    private func give(_ easy: CurlEasy) {
+        lock.withLock {
+            if idle.count < keep { idle.append(easy) }
+        }
+    }
+}
+#endif

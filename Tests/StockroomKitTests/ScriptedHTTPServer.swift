@@ -1,0 +1,135 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An HTTP server on loopback that answers each request with a script of raw writes and pauses,
+/// for what a real server does not do on demand: never answer, stall mid-body, redirect.
+final class ScriptedHTTPServer: @unchecked Sendable {
+    enum Step: Sendable {
+        case send(String)
+        case bytes(Int)
+        case pause(TimeInterval)
+        case close
+    }
+
+    /// One request as it arrived: its head's lines and its body.
+    struct Request: Sendable {
+        var head: [String]
+        var body: Data
+        var line: String { head.first ?? "" }
+        func header(_ name: String) -> String? {
+            for field in head.dropFirst() {
+                let parts = field.split(separator: ":", maxSplits: 1)
+                if parts.count == 2, parts[0].lowercased() == name.lowercased() { return parts[1].trimmingCharacters(in: .whitespaces) }
+            }
+            return nil
+        }
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let script: @Sendable (Request) -> [Step]
+    private let lock = NSLock()
+    private var seen: [Request] = []
+    private var open: [Int32] = []
+
+    init(script: @escaping @Sendable (Request) -> [Step]) throws {
+        self.script = script
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0, listen(fd, 16) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [self] in acceptLoop() }.start()
+    }
+
+    deinit { stop() }
+
+    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// The requests so far.
+    var requests: [Request] { lock.withLock { seen } }
+
+    func stop() {
+        let sockets = lock.withLock { () -> [Int32] in
+            defer { open = [] }
+            return open
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                close(listener)
+                return
+            }
+            lock.withLock { open.append(client) }
+            Thread { [self] in serve(client) }.start()
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        defer {
+            lock.withLock { open.removeAll { $0 == client } }
+            close(client)
+        }
+        var received = Data()
+        while let request = Self.request(in: &received) ?? readRequest(client, into: &received) {
+            lock.withLock { seen.append(request) }
+            for step in script(request) {
+                switch step {
+                case .send(let text): guard write(client, Data(text.utf8)) else { return }
+                case .bytes(let count): guard write(client, Data(repeating: 0x61, count: count)) else { return }
+                case .pause(let seconds): Thread.sleep(forTimeInterval: seconds)
+                case .close: return
+                }
+            }
+        }
+    }
+
+    /// Reads until a whole request is buffered; nil once the client closed.
+    private func readRequest(_ client: Int32, into received: inout Data) -> Request? {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = recv(client, &buffer, buffer.count, 0)
+            if count <= 0 { return nil }
+            received.append(contentsOf: buffer[0..<count])
+            if let request = Self.request(in: &received) { return request }
+        }
+    }
+
+    private static func request(in received: inout Data) -> Request? {
+        guard let end = received.range(of: Data("\r\n\r\n".utf8)) else { return nil }
+        let head = String(decoding: received[received.startIndex..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+        var request = Request(head: head, body: Data())
+        let length = Int(request.header("Content-Length") ?? "0") ?? 0
+        guard received.count - (end.upperBound - received.startIndex) >= length else { return nil }
+        request.body = received[end.upperBound..<(end.upperBound + length)]
+        received = Data(received[(end.upperBound + length)...])
+        return request
+    }
+
+    private func write(_ client: Int32, _ data: Data) -> Bool {
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let sent = send(client, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                if sent <= 0 { return false }
+                offset += sent
+            }
+            return true
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import StockroomTestSupport
+import Testing
+
+@testable import StockroomKit
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What the transport does with servers that misbehave, on both engines: libcurl (Linux's) and
+/// URLSession (the Apple platforms' path, run here on Linux).
+@Suite struct TransportTests {
+    static let engines: [HTTPTransport.Engine] = [.automatic, .urlSession]
+
+    static func transport(_ engine: HTTPTransport.Engine, timeout: TimeInterval = 30) -> HTTPTransport {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeout
+        return HTTPTransport(configuration: configuration, engine: engine)
+    }
+
+    #if os(Linux)
+    @Test func libcurlCarriesTheTransfersOnLinuxUnlessURLSessionIsAskedFor() {
+        #expect(Self.transport(.automatic).usesLibCurl)
+        #expect(!Self.transport(.urlSession).usesLibCurl)
+    }
+    #endif
+
+    @Test(arguments: engines) func aServerThatNeverAnswersTimesOut(_ engine: HTTPTransport.Engine) async throws {
+        let server = try ScriptedHTTPServer { _ in [.pause(20)] }
+        defer { server.stop() }
+        let transport = Self.transport(engine, timeout: 1)
+        defer { transport.invalidate() }
+        let started = Date()
+        let result = await transport.collect(URLRequest(url: server.url.appendingPathComponent("silent")))
+        #expect(result.response == nil)
+        #expect((result.error as? URLError)?.code == .timedOut, "\(String(describing: result.error))")
+        #expect(Date().timeIntervalSince(started) < 10)
+    }
+
+    @Test(arguments: engines) func aBodyThatStallsEndsWithTheBytesSoFarInTheFile(_ engine: HTTPTransport.Engine) async throws {
+        let server = try ScriptedHTTPServer { _ in
+            [.send("HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\n\r\n"), .bytes(100_000), .pause(20)]
+        }
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        let transport = Self.transport(engine, timeout: 1)
+        defer { transport.invalidate() }
+        let file = try BodyFile(path: folder.path + "/body.part", keeping: 0) { _ in }
+        let started = Date()
+        let result = await transport.send(URLRequest(url: server.url)) { _ in .file(file) }
+        #expect(Date().timeIntervalSince(started) < 4, "the timeout counts from the last byte")
+        #expect(result.response?.statusCode == 200)
+        #expect(!result.complete)
+        #expect(result.error != nil)
+        #expect(file.length == 100_000)
+        let size = try FileManager.default.attributesOfItem(atPath: folder.path + "/body.part")[.size] as? NSNumber
+        #expect(size?.intValue == 100_000, "every byte received is on disk")
+    }
+
+    @Test(arguments: engines) func aBodyOverTheLimitIsRefused(_ engine: HTTPTransport.Engine) async throws {
+        let server = try ScriptedHTTPServer { _ in [.send("HTTP/1.1 500 Oops\r\nContent-Length: 4096\r\n\r\n"), .bytes(4096)] }
+        defer { server.stop() }
+        let transport = Self.transport(engine)
+        defer { transport.invalidate() }
+        let result = await transport.collect(URLRequest(url: server.url), limit: 1024)
+        #expect((result.error as? URLError)?.code == .dataLengthExceedsMaximum, "\(String(describing: result.error))")
+        #expect(result.body.count <= 1024)
+    }
+
+    @Test(arguments: engines) func theRequestArrivesWholeAndTheAnswerIsReadWhole(_ engine: HTTPTransport.Engine) async throws {
+        let server = try ScriptedHTTPServer { request in
+            let body = "\(request.line)|\(request.header("X-Probe") ?? "-")|\(request.header("Expect") ?? "-")|\(request.body.count)"
+            return [.send("HTTP/1.1 201 Created\r\nContent-Length: \(body.utf8.count)\r\nETag: \"a\"\r\nVary: X\r\nVary: Y\r\n\r\n\(body)")]
+        }
+        defer { server.stop() }
+        let transport = Self.transport(engine)
+        defer { transport.invalidate() }
+        var request = URLRequest(url: server.url.appendingPathComponent("v1/downloads"))
+        request.httpMethod = "POST"
+        request.setValue("yes", forHTTPHeaderField: "X-Probe")
+        request.httpBody = Data(repeating: 0x7B, count: 300_000)  // a large receipt: no 100-continue wait
+        let result = await transport.collect(request)
+        #expect(result.complete)
+        #expect(result.response?.statusCode == 201)
+        #expect(result.response?.value(forHTTPHeaderField: "etag") == "\"a\"")
+        #expect(result.response?.value(forHTTPHeaderField: "Vary") == "X, Y")
+        #expect(String(decoding: result.body, as: UTF8.self) == "POST /v1/downloads HTTP/1.1|yes|-|300000")
+    }
+
+    @Test(arguments: engines) func aRedirectIsFollowed(_ engine: HTTPTransport.Engine) async throws {
+        let server = try ScriptedHTTPServer { request in
+            if request.line.hasPrefix("GET /old ") {
+                return [.send("HTTP/1.1 302 Found\r\nLocation: /new\r\nContent-Length: 5\r\n\r\nmoved")]
+            }
+            return [.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]
+        }
+        defer { server.stop() }
+        let transport = Self.transport(engine)
+        defer { transport.invalidate() }
+        let result = await transport.collect(URLRequest(url: server.url.appendingPathComponent("old")))
+        #expect(result.response?.statusCode == 200)
+        #expect(String(decoding: result.body, as: UTF8.self) == "ok")
+        #expect(server.requests.map(\.line) == ["GET /old HTTP/1.1", "GET /new HTTP/1.1"])
+    }
+
+    @Test(arguments: engines) func cancellingTheTaskStopsTheTransferAtOnce(_ engine: HTTPTransport.Engine) async throws {
+        let server = try ScriptedHTTPServer { _ in
+            [.send("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")] + Array(repeating: [.bytes(1000), .pause(0.1)], count: 100).flatMap { $0 }
+        }
+        defer { server.stop() }
+        let transport = Self.transport(engine)
+        defer { transport.invalidate() }
+        let started = Date()
+        let transfer = Task { await transport.collect(URLRequest(url: server.url)) }
+        try await Task.sleep(for: .milliseconds(300))
+        transfer.cancel()
+        let result = await transfer.value
+        #expect((result.error as? URLError)?.code == .cancelled, "\(String(describing: result.error))")
+        #expect(Date().timeIntervalSince(started) < 5, "not the 10 s the body would take")
+    }
+}
+
+extension HTTPTransport.Engine: CustomTestStringConvertible {
+    public var testDescription: String { self == .automatic ? "libcurl on Linux" : "URLSession" }
+}
