@@ -1,7 +1,7 @@
 import Foundation
 public import Hummingbird
 public import Logging
-public import StockroomCore
+import StockroomCore
 
 /// Builds the App Store simulator: `stockroom simulator`, tests, and (in-process) `serve`.
 public func buildSimulatorApplication(

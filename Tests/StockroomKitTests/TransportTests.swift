@@ -124,3 +124,37 @@ import FoundationNetworking
 extension HTTPTransport.Engine: CustomTestStringConvertible {
     public var testDescription: String { self == .automatic ? "libcurl on Linux" : "URLSession" }
 }
+
+/// Answers nested past Foundation's limit (it traps on them) are refused before they are parsed:
+/// a hostile or broken server cannot stop the app.
+@Suite struct HostileAnswerTests {
+    /// Exactly 513 unclosed brackets make Foundation 6.3's `JSONDecoder` trap (512 and 514 do not).
+    static let deep = String(repeating: "[", count: 513)
+
+    @Test func aCatalogueNestedTooDeepIsNoCatalogue() async throws {
+        let server = try ScriptedHTTPServer { _ in
+            [.send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(Self.deep.utf8.count)\r\n\r\n\(Self.deep)")]
+        }
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        let client = CatalogClient(server: server.url, cacheFolder: URL(fileURLWithPath: folder.path))
+        await #expect(throws: CatalogClient.Failure.unavailable("HTTP 200")) { try await client.catalog() }
+    }
+
+    @Test func aRefusalNestedTooDeepIsRefusedWithoutItsCodeAndNothingIsWritten() async throws {
+        let body = Self.deep
+        let server = try ScriptedHTTPServer { _ in
+            [.send("HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")]
+        }
+        defer { server.stop() }
+        let folder = try TemporaryFolder()
+        let delivery = try Delivery(
+            configuration: Delivery.Configuration(
+                server: server.url, journalFolder: URL(fileURLWithPath: folder.path + "/journal"),
+                folder: URL(fileURLWithPath: folder.path + "/files")))
+        let outcome = await delivery.deliver(Purchase(productID: "p", transactionID: "1", proof: .appReceipt(Data([1, 2, 3]))))
+        #expect(outcome.transactionAction != .finish, "\(outcome)")
+        #expect(server.requests.map(\.line) == ["POST /v1/downloads HTTP/1.1"])
+        #expect(!FileManager.default.fileExists(atPath: folder.path + "/files/p"))
+    }
+}

@@ -4,14 +4,18 @@
 /// 512: a request body of 513 `[` stopped the server with SIGILL, and the catalogue fuzzer found
 /// the same. Nothing Stockroom reads nests more than a few levels, so deeper input is refused
 /// before Foundation sees it, as malformed.
-public enum JSONNesting {
+///
+/// StockroomKit compiles this same file (`Sources/StockroomKit/Support/JSONNesting.swift` is a
+/// link to it): an app reads the server's answers and catalogue through the same check, and the
+/// library still depends on nothing. `package`, so neither module shows it to the outside.
+package enum JSONNesting {
     /// Far above any document Stockroom reads (4 levels or so), far below Foundation's 512.
-    public static let limit = 32
+    package static let limit = 32
 
     /// Whether `bytes` nests arrays and objects at most `limit` deep, counting brackets outside
     /// strings. Linear, with no allocation; malformed input that is shallow passes, and is left
     /// to the parser to refuse.
-    public static func isShallow(_ bytes: some Sequence<UInt8>, limit: Int = JSONNesting.limit) -> Bool {
+    package static func isShallow(_ bytes: some Sequence<UInt8>, limit: Int = JSONNesting.limit) -> Bool {
         var depth = 0
         var inString = false
         var escaped = false

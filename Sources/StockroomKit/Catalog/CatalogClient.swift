@@ -46,7 +46,7 @@ public actor CatalogClient {
         case 304?:
             if let copy { return (copy.catalog, .notModified) }
         case 200?:
-            if let catalog = try? JSONDecoder().decode(Catalog.self, from: result.body) {
+            if let catalog = ServerJSON.decode(Catalog.self, from: result.body) {
                 try? writeCopy(Copy(etag: result.response?.value(forHTTPHeaderField: "ETag"), catalog: catalog))
                 return (catalog, .server)
             }
@@ -68,7 +68,7 @@ public actor CatalogClient {
 
     private func readCopy() -> Copy? {
         guard let data = try? Data(contentsOf: copyFile) else { return nil }
-        return try? JSONDecoder().decode(Copy.self, from: data)
+        return ServerJSON.decode(Copy.self, from: data)
     }
 
     private func writeCopy(_ copy: Copy) throws {

@@ -122,7 +122,7 @@ extension Delivery {
                 retryAfter: ServerAnswer.retryAfter(response.value(forHTTPHeaderField: "Retry-After"), now: configuration.now()),
                 failures: 0, proofIsReceipt: false, receiptRefreshed: true)))
         }
-        guard let answer = try? JSONDecoder().decode(RestoresAnswer.self, from: result.body) else {
+        guard let answer = ServerJSON.decode(RestoresAnswer.self, from: result.body) else {
             return .failure(.refused(.retryLater(after: .seconds(30), OutcomeReason(code: "bad_answer", message: "The restore's answer is not readable.", status: 200))))
         }
         return .success(answer.products)
@@ -131,7 +131,7 @@ extension Delivery {
     /// SHA-256 (hex) per product from `/v1/catalog`, to tell an intact file on disk; empty offline.
     private func catalogueDigests() async -> [String: String] {
         let result = await transport.collect(URLRequest(url: url("/v1/catalog")), limit: 16 << 20)
-        guard result.response?.statusCode == 200, let catalog = try? JSONDecoder().decode(Catalog.self, from: result.body) else { return [:] }
+        guard result.response?.statusCode == 200, let catalog = ServerJSON.decode(Catalog.self, from: result.body) else { return [:] }
         return Dictionary(catalog.products.compactMap { product in product.sha256.map { (product.productID, $0) } }, uniquingKeysWith: { first, _ in first })
     }
 }

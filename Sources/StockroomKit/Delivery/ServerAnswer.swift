@@ -64,7 +64,7 @@ enum ServerAnswer {
             }
             var error: Detail
         }
-        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: body) else { return nil }
+        guard let envelope = ServerJSON.decode(Envelope.self, from: body) else { return nil }
         return (envelope.error.code, envelope.error.message ?? envelope.error.code)
     }
 }

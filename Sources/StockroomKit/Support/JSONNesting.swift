@@ -1,0 +1,1 @@
+../../StockroomCore/Verification/JSONNesting.swift
