@@ -42,6 +42,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Runs the transfer on `easy` (blocking this thread) and tells how it ended.
     func run(on easy: CurlEasy) -> TransferResult {
+        if isCancelled { return TransferResult(error: URLError(.cancelled)) }
         guard let url = request.url?.absoluteString, configure(easy, url: url) else {
             return TransferResult(error: URLError(.unsupportedURL))
         }
@@ -233,15 +234,24 @@ final class CurlTransfer: @unchecked Sendable {
 final class CurlHandles: @unchecked Sendable {
     private let lock = NSLock()
     private var idle: [CurlEasy] = []
+    private var active: [ObjectIdentifier: CurlTransfer] = [:]
+    private var invalidated = false
     private let keep = 4
 
     func send(_ transfer: CurlTransfer) async -> TransferResult {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
                 let thread = Thread { [self] in
-                    guard let easy = take() else { return continuation.resume(returning: TransferResult(error: URLError(.unknown))) }
-                    let result = transfer.run(on: easy)
-                    give(easy)
+                    let key = ObjectIdentifier(transfer)
+                    let ended = lock.withLock {
+                        active[key] = transfer
+                        return invalidated
+                    }
+                    if ended { transfer.cancel() }
+                    let easy = take()
+                    let result = easy.map { transfer.run(on: $0) } ?? TransferResult(error: URLError(.unknown))
+                    lock.withLock { active[key] = nil }
+                    if let easy { give(easy) }
                     continuation.resume(returning: result)
                 }
                 thread.name = "StockroomKit.CurlTransfer"
@@ -250,6 +260,15 @@ final class CurlHandles: @unchecked Sendable {
         } onCancel: {
             transfer.cancel()
         }
+    }
+
+    /// Cancels every transfer under way, and any sent later.
+    func cancelAll() {
+        let running = lock.withLock {
+            invalidated = true
+            return Array(active.values)
+        }
+        for transfer in running { transfer.cancel() }
     }
 
     private func take() -> CurlEasy? {

@@ -54,6 +54,9 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
         curl = engine == .automatic && LibCurl.shared != nil ? CurlHandles() : nil
         #endif
         super.init()
+        #if os(Linux) && (arch(x86_64) || arch(arm64))
+        if curl != nil { return }  // no URLSession (its thread, queue and multi handle) when unused
+        #endif
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpShouldSetCookies = false
@@ -72,8 +75,12 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
         #endif
     }
 
-    /// Ends the session: it holds its delegate (this object) until invalidated.
+    /// Ends the session (it holds its delegate, this object, until invalidated) and cancels what
+    /// is under way.
     func invalidate() {
+        #if os(Linux) && (arch(x86_64) || arch(arm64))
+        curl?.cancelAll()
+        #endif
         lock.withLock { session }?.invalidateAndCancel()
     }
 
