@@ -33,6 +33,7 @@ final class ScriptedHTTPServer: @unchecked Sendable {
     private let lock = NSLock()
     private var seen: [Request] = []
     private var open: [Int32] = []
+    private var stopped = false
 
     init(script: @escaping @Sendable (Request) -> [Step]) throws {
         self.script = script
@@ -59,21 +60,29 @@ final class ScriptedHTTPServer: @unchecked Sendable {
     /// The requests so far.
     var requests: [Request] { lock.withLock { seen } }
 
+    /// Once only: a second `shutdown` on a descriptor closed since would hit whatever socket
+    /// of another test took its number.
+    /// The connections are shut down under the lock: one still listed is not closed yet.
     func stop() {
-        let sockets = lock.withLock { () -> [Int32] in
-            defer { open = [] }
-            return open
+        lock.withLock {
+            if stopped { return }
+            stopped = true
+            shutdown(listener, Int32(SHUT_RDWR))
+            for socket in open { shutdown(socket, Int32(SHUT_RDWR)) }
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        for socket in sockets { shutdown(socket, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop() {
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 {
-                close(listener)
-                return
+                // Closed only once `stop` shut it down, so `stop` never meets a reused number.
+                if lock.withLock({ stopped }) {
+                    close(listener)
+                    return
+                }
+                Thread.sleep(forTimeInterval: 0.01)
+                continue
             }
             lock.withLock { open.append(client) }
             Thread { [self] in serve(client) }.start()

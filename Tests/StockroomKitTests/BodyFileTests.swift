@@ -1,0 +1,85 @@
+import Foundation
+import StockroomTestSupport
+import Testing
+
+@testable import StockroomKit
+
+/// The partial file: what is appended reaches the disk whole and in order, and is hashed with the
+/// bytes kept from before, through the page cache and past it, however the pieces are cut.
+@Suite struct BodyFileTests {
+    /// Random bytes, read rather than generated: a debug build's loop would hold a test thread
+    /// for seconds, and the timing tests beside this one share those threads.
+    static func bytes(_ count: Int) -> [UInt8] {
+        guard count > 0, let random = FileHandle(forReadingAtPath: "/dev/urandom") else { return [] }
+        defer { try? random.close() }
+        return [UInt8](random.readData(ofLength: count))
+    }
+
+    /// libcrypto's, which `DigestTests` checks against the standard's vectors.
+    static func sha256(_ bytes: [UInt8]) -> String {
+        var digest = SHA256Digest()
+        bytes.withUnsafeBytes { digest.update($0) }
+        return DigestTests.hex(digest.finalize())
+    }
+
+    /// (kept bytes, body, piece size): an empty start and an unaligned one, bodies shorter than a
+    /// page, than one buffer, and longer than the whole ring; pieces of 1 byte to 1 MiB.
+    static let cases: [(Int, Int, Int)] = [
+        (0, 0, 1), (0, 100, 7), (0, 4096, 4096), (1000, 5000, 333), (0, 9 * BodyFile.bufferSize + 17, 16 << 10),
+        (123_457, 3 * BodyFile.bufferSize, 1 << 20), (BodyFile.bufferSize, BodyFile.bufferSize + 1, 65_536), (4095, 20_000, 1),
+    ]
+
+    @Test(arguments: [true, false])
+    func everyByteReachesTheFileAndTheDigestCoversTheWholeFile(direct: Bool) async throws {
+        let folder = try TemporaryFolder()
+        for (index, (kept, count, piece)) in Self.cases.enumerated() {
+            let path = folder.path + "/\(index).part"
+            let old = Self.bytes(kept)
+            // What was there before: the kept prefix, then bytes the new body replaces.
+            _ = FileManager.default.createFile(atPath: path, contents: Data(old + Self.bytes(777)))
+            let body = Self.bytes(count)
+            let reported = ProgressLog()
+            let file = try BodyFile(path: path, keeping: Int64(kept), direct: direct) { reported.append($0) }
+            var offset = 0
+            while offset < body.count {
+                let end = min(offset + piece, body.count)
+                try body[offset..<end].withUnsafeBytes { try file.append($0) }
+                offset = end
+            }
+            try file.end()
+            let digest = try #require(await file.digest(), "case \(index)")
+            let whole = old + body
+            #expect(DigestTests.hex(digest.finalize()) == Self.sha256(whole), "case \(index)")
+            #expect(file.length == Int64(whole.count), "case \(index)")
+            let onDisk = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+            #expect(onDisk == whole, "case \(index): the file holds exactly the kept bytes and the body")
+            #expect(reported.last == (count > 0 ? Int64(whole.count) : nil), "case \(index)")
+        }
+    }
+
+    @Test func aFailedWriteIsThrownAndTheDigestIsWithheld() async throws {
+        // /dev/full refuses every write with ENOSPC, as a full disk does.
+        let file = try BodyFile(path: "/dev/full", keeping: 0, direct: false) { _ in }
+        let piece = [UInt8](repeating: 1, count: 64 << 10)
+        var thrown: (any Error)?
+        do {
+            for _ in 0..<(4 * BodyFile.bufferCount * BodyFile.bufferSize / piece.count) {
+                try piece.withUnsafeBytes { try file.append($0) }
+            }
+            try file.end()
+        } catch {
+            thrown = error
+        }
+        #expect((thrown as? POSIXError)?.code == .ENOSPC, "\(String(describing: thrown))")
+        #expect(throws: POSIXError.self, "the end of the body reports it too") { try file.end() }
+        #expect(await file.digest() == nil, "a file that was not written whole has no digest")
+    }
+}
+
+/// The progress a `BodyFile` reported, in order.
+final class ProgressLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [Int64] = []
+    func append(_ value: Int64) { lock.withLock { values.append(value) } }
+    var last: Int64? { lock.withLock { values.last } }
+}
