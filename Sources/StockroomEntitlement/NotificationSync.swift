@@ -96,8 +96,9 @@ public struct NotificationSync: Sendable {
         guard parts.count == 3, parts[1].utf8.count <= 64 * 1024 else { return nil }
         var text = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while text.utf8.count % 4 != 0 { text += "=" }
-        guard let data = Data(base64Encoded: text), JSONNesting.isShallow(data), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let milliseconds = object["signedDate"] as? Double, milliseconds.isFinite, (0...1e15).contains(milliseconds)
+        struct Payload: Decodable { var signedDate: Double }
+        guard let data = Data(base64Encoded: text), JSONNesting.isShallow(data),
+            let milliseconds = try? JSONDecoder().decode(Payload.self, from: data).signedDate, milliseconds.isFinite, (0...1e15).contains(milliseconds)
         else { return nil }
         return Date(timeIntervalSince1970: milliseconds / 1000)
     }

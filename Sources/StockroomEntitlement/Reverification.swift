@@ -1,8 +1,8 @@
 import StockroomCore
 
 /// What an operator's re-verification did (or, in a dry run, would do) to one proof.
-public struct Reverification: Sendable, Equatable {
-    public enum Kind: String, Sendable, CaseIterable {
+public struct Reverification: Sendable, Equatable, Encodable {
+    public enum Kind: String, Sendable, CaseIterable, Encodable {
         case verified, rejected, revoked, expired, unavailable
         /// The verdict changed nothing (a revoked purchase stays revoked, say).
         case unchanged
@@ -35,7 +35,9 @@ public struct Reverification: Sendable, Equatable {
     }
 
     /// As the CLI's `--json` and the admin API show it.
-    public var jsonObject: [String: Any] {
-        ["transactionId": transactionID, "outcome": kind.rawValue, "before": before, "after": after, "detail": detail]
+    enum CodingKeys: String, CodingKey {
+        case transactionID = "transactionId"
+        case kind = "outcome"
+        case before, after, detail
     }
 }

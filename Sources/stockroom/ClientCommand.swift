@@ -117,10 +117,10 @@ struct ClientCommand: AsyncParsableCommand {
             if let signedTransaction {
                 let jws = try ClientOptions.text(signedTransaction)
                 proof = .signedTransaction(jws)
-                let payload = ClientOptions.payload(jws)
-                transactionID = transactionID ?? payload["transactionId"]
-                original = payload["originalTransactionId"]
-                if accountToken == nil { accountToken = payload["appAccountToken"].flatMap(UUID.init(uuidString:)) }
+                let claims = ClientOptions.claims(jws)
+                transactionID = transactionID ?? claims?.transactionId
+                original = claims?.originalTransactionId
+                if accountToken == nil { accountToken = claims?.appAccountToken.flatMap(UUID.init(uuidString:)) }
             } else if let receipt {
                 proof = .appReceipt(try ClientOptions.bytes(receipt))
             } else {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import StockroomCore
 import StockroomKit
 
 /// What the `client` subcommands share: reading proofs, the delivery's setup, printing outcomes.
@@ -31,14 +32,32 @@ enum ClientOptions {
         return data
     }
 
-    /// The string fields of a JWS's payload (not verified: the server verifies).
-    static func payload(_ jws: String) -> [String: String] {
+    /// What a JWS's payload claims about its transaction (not verified: the server verifies).
+    struct Claims: Decodable {
+        var transactionId: String?
+        var originalTransactionId: String?
+        var appAccountToken: String?
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            func text(_ key: CodingKeys) -> String? {
+                (try? container.decodeIfPresent(String.self, forKey: key)) ?? (try? container.decodeIfPresent(Int64.self, forKey: key)).flatMap { $0.map(String.init) }
+            }
+            transactionId = text(.transactionId)
+            originalTransactionId = text(.originalTransactionId)
+            appAccountToken = text(.appAccountToken)
+        }
+
+        private enum CodingKeys: String, CodingKey { case transactionId, originalTransactionId, appAccountToken }
+    }
+
+    static func claims(_ jws: String) -> Claims? {
         let parts = jws.split(separator: ".")
-        guard parts.count == 3 else { return [:] }
+        guard parts.count == 3 else { return nil }
         var text = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while text.count % 4 != 0 { text += "=" }
-        guard let data = Data(base64Encoded: text), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
-        return object.compactMapValues { value in value as? String ?? (value as? NSNumber).map { "\($0)" } }
+        guard let data = Data(base64Encoded: text), StockroomCore.JSONNesting.isShallow(data) else { return nil }
+        return try? JSONDecoder().decode(Claims.self, from: data)
     }
 
     /// Progress on standard error, a line per 5% (or per 8 MiB when the size is unknown).
@@ -72,31 +91,45 @@ enum ClientOptions {
     }
 
     static func print(_ outcome: DeliveryOutcome, productID: String?, transactionID: String?, json: Bool, downloaded: Bool? = nil) {
-        var fields: [String: Any] = ["outcome": outcome.code, "action": outcome.transactionAction.rawValue]
-        if let productID { fields["productId"] = productID }
-        if let transactionID { fields["transactionId"] = transactionID }
-        if let downloaded { fields["downloaded"] = downloaded }
+        var fields = OutcomeReport(outcome: outcome.code, action: outcome.transactionAction.rawValue)
+        fields.productId = productID
+        fields.transactionId = transactionID
+        fields.downloaded = downloaded
         var line = "\(outcome.code)"
         if let transactionID { line += " \(transactionID)" }
         switch outcome {
         case .delivered(let file):
-            fields["file"] = file.path
-            fields["safeToFinish"] = true
+            fields.file = file.path
+            fields.safeToFinish = true
             line += ": \(file.path), checked and acknowledged: safe to finish" + (downloaded == false ? " (already on disk)" : "")
         case .retryLater(let after, let reason):
-            fields["retryAfter"] = after.components.seconds
-            fields["message"] = reason.message
-            if let status = reason.status { fields["status"] = status }
+            fields.retryAfter = after.components.seconds
+            fields.message = reason.message
+            fields.status = reason.status
             line += ": keep unfinished, retry in \(after.components.seconds) s: \(reason.message)"
         case .revoked(let reason), .refreshReceipt(let reason), .refused(let reason):
-            fields["message"] = reason.message
-            if let status = reason.status { fields["status"] = status }
+            fields.message = reason.message
+            fields.status = reason.status
             line += ": \(outcome.transactionAction.rawValue.replacingOccurrences(of: "_", with: " ")): \(reason.message)"
         }
-        if json, let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes]) {
-            Swift.print(String(decoding: data, as: UTF8.self))
+        if json {
+            Swift.print(OperatorJSON.string(fields))
         } else {
             Swift.print(line)
         }
     }
+}
+
+/// `client … --json`: one delivery's outcome. Names are the JSON keys.
+struct OutcomeReport: Encodable {
+    var outcome: String
+    var action: String
+    var productId: String?
+    var transactionId: String?
+    var downloaded: Bool?
+    var file: String?
+    var safeToFinish: Bool?
+    var retryAfter: Int64?
+    var message: String?
+    var status: Int?
 }

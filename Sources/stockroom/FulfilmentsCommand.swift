@@ -49,13 +49,13 @@ struct FulfilmentsCommand: AsyncParsableCommand {
             let rows = try await OperatorContext(options: options).ledger.list(filter)
             if unfinished, !json { return try await listUnfinished(rows) }
             if json {
-                print(FulfilmentView.json(rows.map { FulfilmentView.object($0) }))
+                print(OperatorJSON.string(rows.map { FulfilmentView($0) }))
                 return
             }
             let header = ["TRANSACTION", "STATE", "PRODUCT", "ENV", "ATTEMPTS", "BYTES", "UPDATED"]
             let table = rows.map { row in
                 [row.transactionID, row.state.rawValue, row.productID, row.environment?.rawValue ?? "-", String(row.attempts),
-                 String(row.bytesDelivered), FulfilmentView.date(row.updatedAt)]
+                 String(row.bytesDelivered), OperatorJSON.date(row.updatedAt)]
             }
             print(TextTable.render([header] + table))
             print("\(rows.count) transaction\(rows.count == 1 ? "" : "s")")
@@ -72,7 +72,7 @@ struct FulfilmentsCommand: AsyncParsableCommand {
                 let call = byTransaction[row.transactionID]
                 return [
                     row.transactionID, row.state.rawValue, row.productID, call?.environment.rawValue ?? "-", String(call?.attempts ?? 0),
-                    call.map { FulfilmentView.date($0.dueAt) } ?? "-", String((call?.lastError ?? "-").prefix(60)),
+                    call.map { OperatorJSON.date($0.dueAt) } ?? "-", String((call?.lastError ?? "-").prefix(60)),
                 ]
             }
             print(TextTable.render([header] + table))
@@ -83,13 +83,13 @@ struct FulfilmentsCommand: AsyncParsableCommand {
         private func listPending() async throws {
             let proofs = try await OperatorContext(options: options).ledger.pendingProofs(status: nil, limit: max(1, limit))
             if json {
-                print(FulfilmentView.json(proofs.map(FulfilmentView.object)))
+                print(OperatorJSON.string(proofs.map(PendingProofView.init)))
                 return
             }
             let header = ["TRANSACTION", "STATUS", "REQUESTED PRODUCT", "KIND", "PROOF SHA-256", "UPDATED"]
             let table = proofs.map { proof in
                 [proof.transactionID, proof.status.rawValue, proof.requestedProductID, proof.proofKind.rawValue,
-                 String(proof.proofDigest.prefix(16)), FulfilmentView.date(proof.updatedAt)]
+                 String(proof.proofDigest.prefix(16)), OperatorJSON.date(proof.updatedAt)]
             }
             print(TextTable.render([header] + table))
             print("\(proofs.count) kept proof\(proofs.count == 1 ? "" : "s"); `stockroom refulfil --pending` verifies them (`stockroom refulfil ID` those of one transaction)")
@@ -110,18 +110,16 @@ struct FulfilmentsCommand: AsyncParsableCommand {
         func run() async throws {
             let ledger = try OperatorContext(options: options).ledger
             guard let row = try await ledger.fulfilment(transactionId) else { fail("no transaction \(transactionId) in the ledger") }
-            let object = FulfilmentView.object(row, attempts: try await ledger.attempts(of: transactionId))
+            let view = FulfilmentView(row, attempts: try await ledger.attempts(of: transactionId))
             if json {
-                print(FulfilmentView.json(object))
+                print(OperatorJSON.string(view))
                 return
             }
-            for key in object.keys.sorted() where key != "downloadAttempts" {
-                print("\(key): \(object[key]!)")
-            }
-            let attempts = object["downloadAttempts"] as? [[String: Any]] ?? []
+            for line in TextFields.lines(view, skipping: ["downloadAttempts"]) { print(line) }
+            let attempts = view.downloadAttempts ?? []
             print("downloadAttempts: \(attempts.count)")
             for attempt in attempts {
-                print("  \(attempt["at"]!)  \(attempt["outcome"]!)  \(attempt["bytes"]!) bytes  range \(attempt["range"] ?? "-")")
+                print("  \(attempt.at)  \(attempt.outcome)  \(attempt.bytes) bytes  range \(attempt.range ?? "-")")
             }
         }
     }

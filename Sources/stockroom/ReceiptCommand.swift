@@ -91,38 +91,32 @@ extension ReceiptCommand {
                     print(TransactionReceiptReport.render(receipt, json: json))
                     return
                 }
-                print(json ? FulfilmentView.json(["readable": false, "reason": failure.description]) : "unreadable: \(failure)")
+                print(json ? OperatorJSON.string(UnreadableReceipt(reason: failure.description)) : "unreadable: \(failure)")
                 throw ExitCode(1)
             }
             let receipt = inspection.receipt
-            let purchases = receipt.purchases.map { purchase -> [String: Any] in
-                var object: [String: Any] = [
-                    "transactionId": purchase.transactionID, "originalTransactionId": purchase.originalTransactionID,
-                    "productId": purchase.productID, "quantity": purchase.quantity, "purchaseDate": FulfilmentView.date(purchase.purchaseDate),
-                ]
-                if let cancelled = purchase.cancellationDate { object["cancellationDate"] = FulfilmentView.date(cancelled) }
-                if let expires = purchase.expiresDate { object["expiresDate"] = FulfilmentView.date(expires) }
-                return object
+            let purchases = receipt.purchases.map { purchase in
+                InspectedReceipt.Purchase(
+                    transactionId: purchase.transactionID, originalTransactionId: purchase.originalTransactionID, productId: purchase.productID,
+                    quantity: purchase.quantity, purchaseDate: OperatorJSON.date(purchase.purchaseDate),
+                    cancellationDate: purchase.cancellationDate.map(OperatorJSON.date), expiresDate: purchase.expiresDate.map(OperatorJSON.date))
             }
             if json {
-                var object: [String: Any] = [
-                    "readable": true, "signatureVerified": inspection.isSignatureVerified, "bundleId": receipt.bundleID,
-                    "appVersion": receipt.appVersion, "creationDate": FulfilmentView.date(receipt.creationDate), "purchases": purchases,
-                ]
-                object["receiptType"] = receipt.receiptType
-                object["signatureProblem"] = inspection.signatureProblem
-                print(FulfilmentView.json(object))
+                print(OperatorJSON.string(InspectedReceipt(
+                    signatureVerified: inspection.isSignatureVerified, bundleId: receipt.bundleID, appVersion: receipt.appVersion,
+                    creationDate: OperatorJSON.date(receipt.creationDate), purchases: purchases, receiptType: receipt.receiptType,
+                    signatureProblem: inspection.signatureProblem)))
             } else {
                 print(inspection.isSignatureVerified
                     ? "signature: verified, chained to \(trusted.subject) at the creation date"
                     : "signature: NOT verified against \(trusted.subject): \(inspection.signatureProblem ?? "")")
                 print("bundle: \(receipt.bundleID)  version: \(receipt.appVersion)  type: \(receipt.receiptType ?? "-")")
-                print("created: \(FulfilmentView.date(receipt.creationDate))")
+                print("created: \(OperatorJSON.date(receipt.creationDate))")
                 print("in-app purchases (\(purchases.count)):")
                 for purchase in receipt.purchases {
-                    var line = "  \(purchase.transactionID)  \(purchase.productID)  purchased \(FulfilmentView.date(purchase.purchaseDate))"
+                    var line = "  \(purchase.transactionID)  \(purchase.productID)  purchased \(OperatorJSON.date(purchase.purchaseDate))"
                     if purchase.originalTransactionID != purchase.transactionID { line += "  restores \(purchase.originalTransactionID)" }
-                    if let cancelled = purchase.cancellationDate { line += "  CANCELLED \(FulfilmentView.date(cancelled))" }
+                    if let cancelled = purchase.cancellationDate { line += "  CANCELLED \(OperatorJSON.date(cancelled))" }
                     print(line)
                 }
             }
@@ -138,16 +132,16 @@ enum TransactionReceiptReport {
         let fields: [(String, String?)] = [
             ("transactionId", purchase.transactionID), ("originalTransactionId", purchase.originalTransactionID),
             ("productId", purchase.productID), ("bundleId", purchase.bundleID), ("bundleVersion", purchase.bundleVersion),
-            ("purchaseDate", purchase.purchaseDate.map { FulfilmentView.date(Milliseconds.date($0)) }),
-            ("expiresDate", purchase.expiresDate.map { FulfilmentView.date(Milliseconds.date($0)) }),
+            ("purchaseDate", purchase.purchaseDate.map { OperatorJSON.date(Milliseconds.date($0)) }),
+            ("expiresDate", purchase.expiresDate.map { OperatorJSON.date(Milliseconds.date($0)) }),
             ("quantity", purchase.quantity), ("itemId", purchase.itemID), ("uniqueIdentifier", purchase.uniqueIdentifier),
             ("environment", receipt.claimedEnvironment.rawValue), ("signingStatus", receipt.signingStatus),
         ]
         let note = "a transaction receipt: verified only by the App Store (run receipt verify), nothing here is checked"
         if json {
-            var object: [String: Any] = ["readable": true, "kind": ReceiptKind.transactionReceipt.rawValue, "signatureVerified": false, "note": note]
+            var object = ["kind": ReceiptKind.transactionReceipt.rawValue, "note": note]
             for case (let key, let value?) in fields { object[key] = value }
-            return FulfilmentView.json(object)
+            return OperatorJSON.string(ReadTransactionReceipt(fields: object))
         }
         var lines = ["kind: transaction receipt (iOS 6 SKPaymentTransaction.transactionReceipt)", "signature: \(note)"]
         for case (let key, let value?) in fields { lines.append("\(key): \(value)") }
@@ -181,34 +175,102 @@ enum VerdictReport {
     }
 
     static func json(_ verdict: ReceiptVerdict) -> String {
-        var object: [String: Any]
+        var report: Report
         switch verdict {
         case .valid(let receipt):
-            object = [
-                "verdict": "valid", "environment": receipt.environment.rawValue, "bundleId": receipt.bundleID,
-                "transactions": receipt.transactions.map(transaction),
-            ]
-            if let matched = receipt.transaction { object["transaction"] = transaction(matched) }
+            report = Report(verdict: "valid")
+            report.environment = receipt.environment.rawValue
+            report.bundleId = receipt.bundleID
+            report.transactions = receipt.transactions.map(transaction)
+            report.transaction = receipt.transaction.map(transaction)
         case .invalid(let reason):
-            object = ["verdict": "invalid", "code": reason.code, "reason": reason.description]
+            report = Report(verdict: "invalid")
+            report.code = reason.code
+            report.reason = reason.description
         case .unavailable(let reason, let retryAfter):
-            object = ["verdict": "unavailable", "reason": reason, "retryAfterSeconds": retryAfter.components.seconds]
+            report = Report(verdict: "unavailable")
+            report.reason = reason
+            report.retryAfterSeconds = retryAfter.components.seconds
         }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        return OperatorJSON.string(report)
     }
 
-    private static func transaction(_ transaction: ReceiptTransaction) -> [String: Any] {
-        var object: [String: Any] = [
-            "transactionId": transaction.transactionID, "originalTransactionId": transaction.originalTransactionID,
-            "productId": transaction.productID, "purchaseDate": date(transaction.purchaseDate),
-        ]
-        if let cancelled = transaction.cancellationDate { object["cancellationDate"] = date(cancelled) }
-        if let expires = transaction.expiresDate { object["expiresDate"] = date(expires) }
-        return object
+    /// `receipt verify --json`. Names are the JSON keys.
+    struct Report: Encodable {
+        var verdict: String
+        var environment: String?
+        var bundleId: String?
+        var transactions: [Transaction]?
+        var transaction: Transaction?
+        var code: String?
+        var reason: String?
+        var retryAfterSeconds: Int64?
+    }
+
+    struct Transaction: Encodable {
+        var transactionId: String
+        var originalTransactionId: String
+        var productId: String
+        var purchaseDate: String
+        var cancellationDate: String?
+        var expiresDate: String?
+    }
+
+    private static func transaction(_ transaction: ReceiptTransaction) -> Transaction {
+        Transaction(
+            transactionId: transaction.transactionID, originalTransactionId: transaction.originalTransactionID, productId: transaction.productID,
+            purchaseDate: date(transaction.purchaseDate), cancellationDate: transaction.cancellationDate.map(date),
+            expiresDate: transaction.expiresDate.map(date))
     }
 
     private static func date(_ milliseconds: Int64) -> String {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000).ISO8601Format()
+    }
+}
+
+/// `receipt inspect --json` for an app receipt. Names are the JSON keys.
+struct InspectedReceipt: Encodable {
+    var readable = true
+    var signatureVerified: Bool
+    var bundleId: String
+    var appVersion: String
+    var creationDate: String
+    var purchases: [Purchase]
+    var receiptType: String?
+    var signatureProblem: String?
+
+    struct Purchase: Encodable {
+        var transactionId: String
+        var originalTransactionId: String
+        var productId: String
+        var quantity: Int64
+        var purchaseDate: String
+        var cancellationDate: String?
+        var expiresDate: String?
+    }
+}
+
+/// `receipt inspect --json` for what cannot be read.
+struct UnreadableReceipt: Encodable {
+    var readable = false
+    var reason: String
+}
+
+/// `receipt inspect --json` for an iOS 6 transaction receipt: its claims, all text, never verified.
+struct ReadTransactionReceipt: Encodable {
+    var fields: [String: String]
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(true, forKey: Key(stringValue: "readable"))
+        try container.encode(false, forKey: Key(stringValue: "signatureVerified"))
+        for (key, value) in fields { try container.encode(value, forKey: Key(stringValue: key)) }
     }
 }

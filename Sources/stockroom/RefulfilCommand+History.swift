@@ -29,7 +29,7 @@ extension RefulfilCommand {
         if json {
             let restored = report.restored.map { ["transactionId": $0.fulfilment.transactionID, "productId": $0.fulfilment.productID, "state": $0.fulfilment.state.rawValue] }
             let skips = skipped.map { ["transactionId": $0.transactionID, "productId": $0.productID, "reason": $0.reason.rawValue] }
-            print(FulfilmentView.json(["restored": restored, "skipped": skips] as [String: Any]))
+            print(OperatorJSON.string(["restored": restored, "skipped": skips]))
             return
         }
         for purchase in report.restored {

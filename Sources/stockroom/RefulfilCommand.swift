@@ -80,7 +80,7 @@ struct RefulfilCommand: AsyncParsableCommand {
             progress.finish()
         }
         if json {
-            print(FulfilmentView.json(["dryRun": dryRun, "results": outcomes.map(\.jsonObject)] as [String: Any]))
+            print(OperatorJSON.string(RefulfilReport(dryRun: dryRun, results: outcomes)))
         } else {
             for outcome in outcomes {
                 print("\(outcome.transactionID)  \(outcome.before) → \(outcome.after)  \(outcome.kind.rawValue): \(outcome.detail)")
@@ -172,4 +172,10 @@ final class ProgressBar {
     func finish() {
         if enabled { FileHandle.standardError.write(Data("\n".utf8)) }
     }
+}
+
+/// `refulfil --json`. Names are the JSON keys.
+struct RefulfilReport: Encodable {
+    var dryRun: Bool
+    var results: [Reverification]
 }

@@ -45,29 +45,42 @@ struct TransactionCommand: AsyncParsableCommand {
             let verifier = SignedTransactionVerifier(root: trusted, bundleID: bundle, environment: expected)
             switch verifier.verify(jws) {
             case .success(let transaction):
-                let object: [String: Any?] = [
-                    "verdict": "valid", "transactionId": transaction.transactionId, "originalTransactionId": transaction.originalTransactionId,
-                    "productId": transaction.productId, "bundleId": transaction.bundleId, "environment": transaction.environment,
-                    "type": transaction.type, "purchaseDate": FulfilmentView.date(Date(timeIntervalSince1970: Double(transaction.purchaseDate) / 1000)),
-                    "signedDate": FulfilmentView.date(Date(timeIntervalSince1970: Double(transaction.signedDate) / 1000)),
-                    "revocationDate": transaction.revocationDate.map { FulfilmentView.date(Date(timeIntervalSince1970: Double($0) / 1000)) },
-                    "appAccountToken": transaction.appAccountToken,
-                    "revocationReason": transaction.revocationReason,
-                    "expiresDate": transaction.expiresDate.map { FulfilmentView.date(Milliseconds.date($0)) },
-                ]
-                let present = object.compactMapValues { $0 }
+                let date = { (milliseconds: Int64) in OperatorJSON.date(Milliseconds.date(milliseconds)) }
+                let report = VerifiedTransactionReport(
+                    transactionId: transaction.transactionId, originalTransactionId: transaction.originalTransactionId,
+                    productId: transaction.productId, bundleId: transaction.bundleId, environment: transaction.environment, type: transaction.type,
+                    purchaseDate: date(transaction.purchaseDate), signedDate: date(transaction.signedDate),
+                    revocationDate: transaction.revocationDate.map(date), appAccountToken: transaction.appAccountToken,
+                    revocationReason: transaction.revocationReason, expiresDate: transaction.expiresDate.map(date))
                 if json {
-                    print(FulfilmentView.json(present))
+                    print(OperatorJSON.string(report))
                 } else {
                     print("valid: signed by a chain to \(trusted.subject)")
-                    for key in present.keys.sorted() where key != "verdict" { print("  \(key): \(present[key]!)") }
+                    for line in TextFields.lines(report, skipping: ["verdict"]) { print("  \(line)") }
                     if transaction.isRevoked { print("REVOKED: this purchase was refunded or revoked") }
                     if transaction.isExpired(at: Date()) { print("EXPIRED: this subscription has ended") }
                 }
             case .failure(let failure):
-                print(json ? FulfilmentView.json(["verdict": "invalid", "code": failure.code, "reason": failure.description]) : "invalid (\(failure.code)): \(failure)")
+                print(json ? OperatorJSON.string(["verdict": "invalid", "code": failure.code, "reason": failure.description]) : "invalid (\(failure.code)): \(failure)")
                 throw ExitCode(1)
             }
         }
     }
+}
+
+/// `transaction verify --json` for a signed transaction that verified. Names are the JSON keys.
+struct VerifiedTransactionReport: Encodable {
+    var verdict = "valid"
+    var transactionId: String
+    var originalTransactionId: String
+    var productId: String
+    var bundleId: String
+    var environment: String
+    var type: String?
+    var purchaseDate: String
+    var signedDate: String
+    var revocationDate: String?
+    var appAccountToken: String?
+    var revocationReason: Int?
+    var expiresDate: String?
 }

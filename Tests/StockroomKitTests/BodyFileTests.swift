@@ -40,13 +40,15 @@ import Testing
             let body = Self.bytes(count)
             let reported = ProgressLog()
             let file = try BodyFile(path: path, keeping: Int64(kept), direct: direct) { reported.append($0) }
-            var offset = 0
-            while offset < body.count {
-                let end = min(offset + piece, body.count)
-                try body[offset..<end].withUnsafeBytes { try file.append($0) }
-                offset = end
+            try await Self.offThePool {
+                var offset = 0
+                while offset < body.count {
+                    let end = min(offset + piece, body.count)
+                    try body[offset..<end].withUnsafeBytes { try file.append($0) }
+                    offset = end
+                }
+                try file.end()
             }
-            try file.end()
             let digest = try #require(await file.digest(), "case \(index)")
             let whole = old + body
             #expect(DigestTests.hex(digest.finalize()) == Self.sha256(whole), "case \(index)")
@@ -63,16 +65,35 @@ import Testing
         let piece = [UInt8](repeating: 1, count: 64 << 10)
         var thrown: (any Error)?
         do {
-            for _ in 0..<(4 * BodyFile.bufferCount * BodyFile.bufferSize / piece.count) {
-                try piece.withUnsafeBytes { try file.append($0) }
+            try await Self.offThePool {
+                for _ in 0..<(4 * BodyFile.bufferCount * BodyFile.bufferSize / piece.count) {
+                    try piece.withUnsafeBytes { try file.append($0) }
+                }
+                try file.end()
             }
-            try file.end()
         } catch {
             thrown = error
         }
         #expect((thrown as? POSIXError)?.code == .ENOSPC, "\(String(describing: thrown))")
-        #expect(throws: POSIXError.self, "the end of the body reports it too") { try file.end() }
+        await #expect(throws: POSIXError.self, "the end of the body reports it too") { try await Self.offThePool { try file.end() } }
         #expect(await file.digest() == nil, "a file that was not written whole has no digest")
+    }
+}
+
+extension BodyFileTests {
+    /// Runs `work` on a thread of its own, as the transfer's thread does: `append` and `end` wait
+    /// for the disk, and on the shared pool's two threads they held up every other test.
+    static func offThePool(_ work: @escaping @Sendable () throws -> Void) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread {
+                do {
+                    try work()
+                    continuation.resume()
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }.start()
+        }
     }
 }
 

@@ -1,53 +1,98 @@
 import Foundation
 
-/// A fulfilment as operators see it (CLI and admin API): everything but the proof itself,
-/// which is shown only by length and digest.
-public enum FulfilmentView {
-    public static func object(_ row: Fulfilment, attempts: [DownloadAttempt]? = nil) -> [String: Any] {
-        var object: [String: Any] = [
-            "transactionId": row.transactionID, "originalTransactionId": row.originalTransactionID,
-            "productId": row.productID, "bundleId": row.bundleID, "state": row.state.rawValue,
-            "attempts": row.attempts, "bytesDelivered": row.bytesDelivered, "proofKind": row.proofKind.rawValue,
-            "proofLength": row.proof.utf8.count, "proofSha256": ByteEncoding.hex(SHA256.hash(Array(row.proof.utf8))),
-            "createdAt": date(row.createdAt), "updatedAt": date(row.updatedAt), "safeToFinish": row.state.isSafeToFinish,
-        ]
-        object["environment"] = row.environment?.rawValue
-        object["verifiedAt"] = row.verifiedAt.map(date)
-        object["deliveredAt"] = row.deliveredAt.map(date)
-        object["acknowledgedAt"] = row.acknowledgedAt.map(date)
-        object["revokedAt"] = row.revokedAt.map(date)
-        object["lastError"] = row.lastError
-        object["expiresAt"] = row.expiresAt.map(date)
-        object["appAccountBound"] = row.appAccountToken != nil
-        object["revokedByOperatorAt"] = row.revokedByOperatorAt.map(date)
-        object["revokedByRefundAt"] = row.revokedByRefundAt.map(date)
-        object["finishedAt"] = row.finishedAt.map(date)
-        object["customerConsented"] = row.customerConsented
-        if let attempts {
-            object["downloadAttempts"] = attempts.map { attempt -> [String: Any] in
-                var entry: [String: Any] = ["bytes": attempt.bytes, "outcome": attempt.outcome.rawValue, "at": date(attempt.at)]
-                if let start = attempt.rangeStart, let end = attempt.rangeEnd { entry["range"] = "\(start)-\(end)" }
-                return entry
-            }
+/// A fulfilment as operators see it (CLI and admin API): everything but the proof itself, which
+/// is shown only by length and digest. Property names are the JSON keys.
+public struct FulfilmentView: Encodable, Sendable, Equatable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var productId: String
+    public var bundleId: String
+    public var state: String
+    public var attempts: Int
+    public var bytesDelivered: Int64
+    public var proofKind: String
+    public var proofLength: Int
+    public var proofSha256: String
+    public var createdAt: String
+    public var updatedAt: String
+    public var safeToFinish: Bool
+    public var environment: String?
+    public var verifiedAt: String?
+    public var deliveredAt: String?
+    public var acknowledgedAt: String?
+    public var revokedAt: String?
+    public var lastError: String?
+    public var expiresAt: String?
+    public var appAccountBound: Bool
+    public var revokedByOperatorAt: String?
+    public var revokedByRefundAt: String?
+    public var finishedAt: String?
+    public var customerConsented: Bool?
+    /// The download log, on the detail view only.
+    public var downloadAttempts: [Attempt]?
+
+    /// One download, as the log keeps it.
+    public struct Attempt: Encodable, Sendable, Equatable {
+        public var bytes: Int64
+        public var outcome: String
+        public var at: String
+        /// `first-last`, for a range request.
+        public var range: String?
+    }
+
+    public init(_ row: Fulfilment, attempts: [DownloadAttempt]? = nil) {
+        let date = OperatorJSON.date
+        transactionId = row.transactionID
+        originalTransactionId = row.originalTransactionID
+        productId = row.productID
+        bundleId = row.bundleID
+        state = row.state.rawValue
+        self.attempts = row.attempts
+        bytesDelivered = row.bytesDelivered
+        proofKind = row.proofKind.rawValue
+        proofLength = row.proof.utf8.count
+        proofSha256 = ByteEncoding.hex(SHA256.hash(Array(row.proof.utf8)))
+        createdAt = date(row.createdAt)
+        updatedAt = date(row.updatedAt)
+        safeToFinish = row.state.isSafeToFinish
+        environment = row.environment?.rawValue
+        verifiedAt = row.verifiedAt.map(date)
+        deliveredAt = row.deliveredAt.map(date)
+        acknowledgedAt = row.acknowledgedAt.map(date)
+        revokedAt = row.revokedAt.map(date)
+        lastError = row.lastError
+        expiresAt = row.expiresAt.map(date)
+        appAccountBound = row.appAccountToken != nil
+        revokedByOperatorAt = row.revokedByOperatorAt.map(date)
+        revokedByRefundAt = row.revokedByRefundAt.map(date)
+        finishedAt = row.finishedAt.map(date)
+        customerConsented = row.customerConsented
+        downloadAttempts = attempts?.map { attempt in
+            let range = attempt.rangeStart.flatMap { start in attempt.rangeEnd.map { "\(start)-\($0)" } }
+            return Attempt(bytes: attempt.bytes, outcome: attempt.outcome.rawValue, at: date(attempt.at), range: range)
         }
-        return object
     }
+}
 
-    /// A kept pending proof, without the proof itself.
-    public static func object(_ pending: PendingProof) -> [String: Any] {
-        var object: [String: Any] = [
-            "transactionId": pending.transactionID, "status": pending.status.rawValue, "proofKind": pending.proofKind.rawValue,
-            "proofSha256": pending.proofDigest, "requestedProductId": pending.requestedProductID,
-            "createdAt": date(pending.createdAt), "updatedAt": date(pending.updatedAt),
-        ]
-        object["lastError"] = pending.lastError
-        return object
+/// A kept pending proof as operators see it, without the proof itself.
+public struct PendingProofView: Encodable, Sendable, Equatable {
+    public var transactionId: String
+    public var status: String
+    public var proofKind: String
+    public var proofSha256: String
+    public var requestedProductId: String
+    public var createdAt: String
+    public var updatedAt: String
+    public var lastError: String?
+
+    public init(_ pending: PendingProof) {
+        transactionId = pending.transactionID
+        status = pending.status.rawValue
+        proofKind = pending.proofKind.rawValue
+        proofSha256 = pending.proofDigest
+        requestedProductId = pending.requestedProductID
+        createdAt = OperatorJSON.date(pending.createdAt)
+        updatedAt = OperatorJSON.date(pending.updatedAt)
+        lastError = pending.lastError
     }
-
-    public static func json(_ value: Any) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    public static func date(_ date: Date) -> String { date.ISO8601Format() }
 }

@@ -41,20 +41,20 @@ struct AdminController<Context: RequestContext> {
             filter.limit = value
         }
         let rows = try await ledger.list(filter)
-        return Self.json(["fulfilments": rows.map { FulfilmentView.object($0) }])
+        return Self.json(["fulfilments": rows.map { FulfilmentView($0) }])
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {
         let id = try Self.transactionID(context)
         guard let row = try await ledger.fulfilment(id) else { throw DownloadError.refused(.unknownTransaction(id)) }
-        return Self.json(FulfilmentView.object(row, attempts: try await ledger.attempts(of: id)))
+        return Self.json(FulfilmentView(row, attempts: try await ledger.attempts(of: id)))
     }
 
     @Sendable func refulfil(_ request: Request, context: Context) async throws -> Response {
         let id = try Self.transactionID(context)
         let dryRun = request.uri.queryParameters.get("dryRun") == "true"
         do {
-            return Self.json(try await entitlements.refulfil(id, dryRun: dryRun).jsonObject)
+            return Self.json(try await entitlements.refulfil(id, dryRun: dryRun))
         } catch LedgerError.unknownTransaction {
             throw DownloadError.refused(.unknownTransaction(id))
         }
@@ -78,7 +78,7 @@ struct AdminController<Context: RequestContext> {
         do {
             let lifted = try await entitlements.reinstate(id, reason: reason)
             let row = try await ledger.fulfilment(id)
-            return Self.json(["reinstated": lifted.map(\.transactionID), "state": row?.state.rawValue ?? "unknown"])
+            return Self.json(Reinstated(reinstated: lifted.map(\.transactionID), state: row?.state.rawValue ?? "unknown"))
         } catch LedgerError.unknownTransaction {
             throw DownloadError.refused(.unknownTransaction(id))
         }
@@ -92,7 +92,7 @@ struct AdminController<Context: RequestContext> {
             status = parsed
         }
         let proofs = try await ledger.pendingProofs(status: status, limit: 10_000)
-        return Self.json(["pendingProofs": proofs.map(FulfilmentView.object)])
+        return Self.json(["pendingProofs": proofs.map(PendingProofView.init)])
     }
 
     /// Starts re-verifying every kept pending proof (`stockroom refulfil --pending`) as a job and
@@ -101,7 +101,7 @@ struct AdminController<Context: RequestContext> {
         let dryRun = request.uri.queryParameters.get("dryRun") == "true"
         switch jobs.start(dryRun: dryRun) {
         case .started(let job):
-            var response = Self.json(job.jsonObject)
+            var response = Self.json(job.view)
             response.status = .accepted
             response.headers[.location] = "/v1/admin/jobs/\(job.id)"
             return response
@@ -114,14 +114,14 @@ struct AdminController<Context: RequestContext> {
     @Sendable func job(_ request: Request, context: Context) async throws -> Response {
         let id = try context.parameters.require("jobId")
         guard let job = jobs.job(id) else { throw AdminError.unknownJob }
-        return Self.json(job.jsonObject)
+        return Self.json(job.view)
     }
 
     /// The `{"reason": "…"}` body of revoke and reinstate.
     private static func reason(_ request: Request, context: Context) async throws -> String {
         let body = try await request.body.collect(upTo: context.maxUploadSize)
-        guard JSONNesting.isShallow(body.readableBytesView), let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
-            let reason = object["reason"] as? String, !reason.trimmingCharacters(in: .whitespaces).isEmpty
+        guard JSONNesting.isShallow(body.readableBytesView), let reason = try? JSONDecoder().decode(ReasonBody.self, from: Data(buffer: body)).reason,
+            !reason.trimmingCharacters(in: .whitespaces).isEmpty
         else { throw AdminError.badRequest("the body must be {\"reason\": \"…\"}") }
         return reason
     }
@@ -132,11 +132,22 @@ struct AdminController<Context: RequestContext> {
         return id
     }
 
-    private static func json(_ object: Any) -> Response {
+    private static func json(_ value: some Encodable) -> Response {
         Response(
             status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(string: FulfilmentView.json(object))))
+            body: .init(byteBuffer: ByteBuffer(data: OperatorJSON.data(value))))
     }
+}
+
+/// What reinstating lifted, and where the purchase stands. Names are the JSON keys.
+private struct Reinstated: Encodable {
+    var reinstated: [String]
+    var state: String
+}
+
+/// The body of revoke and reinstate.
+private struct ReasonBody: Decodable {
+    var reason: String
 }
 
 /// Lets a request through only with `Authorization: Bearer <admin token>`.

@@ -135,21 +135,34 @@ struct DownloadController<Context: ClientAddressContext> {
 
     private func statusResponse(_ row: Fulfilment) throws -> Response {
         let size = catalog.catalog.product(id: row.productID)?.size
-        var object: [String: Any] = [
-            "transactionId": row.transactionID, "originalTransactionId": row.originalTransactionID, "productId": row.productID,
-            "state": row.state.rawValue, "bytesDelivered": row.bytesDelivered, "attempts": row.attempts,
-            "safeToFinish": row.state.isSafeToFinish, "delivered": row.state == .delivered || row.state == .acknowledged,
-            "finishedByServer": row.finishedAt != nil,
-        ]
-        if let finishedAt = row.finishedAt { object["finishedAt"] = finishedAt.ISO8601Format() }
-        if let size { object["size"] = size }
-        if let environment = row.environment { object["environment"] = environment.rawValue }
-        if let expiresAt = row.expiresAt { object["expiresAt"] = expiresAt.ISO8601Format() }
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        let status = DownloadStatus(
+            transactionId: row.transactionID, originalTransactionId: row.originalTransactionID, productId: row.productID,
+            state: row.state.rawValue, bytesDelivered: row.bytesDelivered, attempts: row.attempts, safeToFinish: row.state.isSafeToFinish,
+            delivered: row.state == .delivered || row.state == .acknowledged, finishedByServer: row.finishedAt != nil,
+            finishedAt: row.finishedAt.map(OperatorJSON.date), size: size, environment: row.environment?.rawValue,
+            expiresAt: row.expiresAt.map(OperatorJSON.date))
+        let data = OperatorJSON.data(status)
         return Response(
             status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
             body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
+}
+
+/// `GET /v1/downloads/{transactionId}`: where a purchase's delivery stands. Names are the JSON keys.
+struct DownloadStatus: Encodable {
+    var transactionId: String
+    var originalTransactionId: String
+    var productId: String
+    var state: String
+    var bytesDelivered: Int64
+    var attempts: Int
+    var safeToFinish: Bool
+    var delivered: Bool
+    var finishedByServer: Bool
+    var finishedAt: String?
+    var size: Int64?
+    var environment: String?
+    var expiresAt: String?
 }
 
 extension HTTPField.Name {

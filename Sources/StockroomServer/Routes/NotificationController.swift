@@ -18,8 +18,8 @@ struct NotificationController<Context: RequestContext> {
 
     @Sendable func receive(_ request: Request, context: Context) async throws -> Response {
         let body = try await request.body.collect(upTo: context.maxUploadSize)
-        guard JSONNesting.isShallow(body.readableBytesView), let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
-            let signedPayload = object["signedPayload"] as? String
+        guard JSONNesting.isShallow(body.readableBytesView),
+            let signedPayload = try? JSONDecoder().decode(NotificationBody.self, from: Data(buffer: body)).signedPayload
         else { throw NotificationError.badRequest("The body must be {\"signedPayload\": \"<JWS>\"}.") }
         let status: String
         switch try await entitlements.apply(notification: signedPayload) {
@@ -29,9 +29,14 @@ struct NotificationController<Context: RequestContext> {
             status = "recorded"
             context.logger.info("App Store notification", metadata: ["effect": .string(effect)])
         }
-        let answer = #"{"status":"\#(status)"}"#
-        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: answer)))
+        return Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(data: OperatorJSON.data(["status": status]))))
     }
+}
+
+/// What Apple posts: `{"signedPayload": "<JWS>"}`.
+private struct NotificationBody: Decodable {
+    var signedPayload: String
 }
 
 /// Errors of the notification endpoint.

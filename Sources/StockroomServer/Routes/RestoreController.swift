@@ -40,15 +40,23 @@ struct RestoreController<Context: ClientAddressContext> {
             if newest[purchase.fulfilment.productID] == nil { order.append(purchase.fulfilment.productID) }
             newest[purchase.fulfilment.productID] = purchase
         }
-        let products: [[String: String]] = order.compactMap { newest[$0] }.map { purchase in
+        let products = order.compactMap { newest[$0] }.map { purchase in
             let id = purchase.fulfilment.transactionID
-            return ["productId": purchase.fulfilment.productID, "transactionId": id, "token": purchase.token, "location": "/v1/downloads/\(id)/content"]
+            return RestoredProduct(productId: purchase.fulfilment.productID, transactionId: id, token: purchase.token, location: "/v1/downloads/\(id)/content")
         }
-        let data = try JSONSerialization.data(withJSONObject: ["products": products], options: [.sortedKeys, .withoutEscapingSlashes])
+        let data = OperatorJSON.data(["products": products])
         return Response(
             status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
             body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
+}
+
+/// One product of a restore's answer. Names are the JSON keys.
+struct RestoredProduct: Encodable {
+    var productId: String
+    var transactionId: String
+    var token: String
+    var location: String
 }
 
 /// The body of `POST /v1/restores`, validated: every refusal is a 400 with what is wrong.

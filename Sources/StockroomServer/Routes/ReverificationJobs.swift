@@ -53,20 +53,32 @@ final class ReverificationJobs: Service, Sendable, CustomStringConvertible {
 
         var isActive: Bool { phase == .queued || phase == .running }
 
-        var jsonObject: [String: Any] {
-            var object: [String: Any] = [
-                "id": id, "kind": "refulfil-pending", "dryRun": dryRun, "state": phase.rawValue, "createdAt": FulfilmentView.date(createdAt),
-                "total": total, "done": done,
-            ]
-            object["startedAt"] = startedAt.map(FulfilmentView.date)
-            object["finishedAt"] = finishedAt.map(FulfilmentView.date)
-            object["error"] = error
-            if phase == .done {
-                object["counts"] = Dictionary(grouping: results, by: \.kind.rawValue).mapValues(\.count)
-                object["results"] = results.prefix(ReverificationJobs.shownResults).map(\.jsonObject)
-                object["resultsTruncated"] = results.count > ReverificationJobs.shownResults
-            }
-            return object
+        /// As `GET /v1/admin/jobs/{id}` shows it; the outcomes once it is done.
+        var view: View {
+            let done = phase == .done
+            return View(
+                id: id, kind: "refulfil-pending", dryRun: dryRun, state: phase.rawValue, createdAt: OperatorJSON.date(createdAt),
+                total: total, done: self.done, startedAt: startedAt.map(OperatorJSON.date), finishedAt: finishedAt.map(OperatorJSON.date),
+                error: error, counts: done ? Dictionary(grouping: results, by: \.kind.rawValue).mapValues(\.count) : nil,
+                results: done ? Array(results.prefix(ReverificationJobs.shownResults)) : nil,
+                resultsTruncated: done ? results.count > ReverificationJobs.shownResults : nil)
+        }
+
+        /// Names are the JSON keys.
+        struct View: Encodable {
+            var id: String
+            var kind: String
+            var dryRun: Bool
+            var state: String
+            var createdAt: String
+            var total: Int
+            var done: Int
+            var startedAt: String?
+            var finishedAt: String?
+            var error: String?
+            var counts: [String: Int]?
+            var results: [Reverification]?
+            var resultsTruncated: Bool?
         }
     }
 
