@@ -11,6 +11,8 @@ final class ScriptedHTTPServer: @unchecked Sendable {
         case bytes(Int)
         case pause(TimeInterval)
         case close
+        /// Reads until the client closes, and records how long after the last byte sent it did.
+        case awaitClose
     }
 
     /// One request as it arrived: its head's lines and its body.
@@ -34,6 +36,11 @@ final class ScriptedHTTPServer: @unchecked Sendable {
     private var seen: [Request] = []
     private var open: [Int32] = []
     private var stopped = false
+    private var closeDelays: [TimeInterval] = []
+
+    /// For each `awaitClose`, the seconds from the last byte sent to the client's close, measured
+    /// on this server's own threads (a busy test process's task threads do not skew them).
+    var clientCloseDelays: [TimeInterval] { lock.withLock { closeDelays } }
 
     init(script: @escaping @Sendable (Request) -> [Step]) throws {
         self.script = script
@@ -95,14 +102,25 @@ final class ScriptedHTTPServer: @unchecked Sendable {
             close(client)
         }
         var received = Data()
+        var lastSent = ProcessInfo.processInfo.systemUptime
         while let request = Self.request(in: &received) ?? readRequest(client, into: &received) {
             lock.withLock { seen.append(request) }
             for step in script(request) {
                 switch step {
-                case .send(let text): guard write(client, Data(text.utf8)) else { return }
-                case .bytes(let count): guard write(client, Data(repeating: 0x61, count: count)) else { return }
+                case .send(let text):
+                    guard write(client, Data(text.utf8)) else { return }
+                    lastSent = ProcessInfo.processInfo.systemUptime
+                case .bytes(let count):
+                    guard write(client, Data(repeating: 0x61, count: count)) else { return }
+                    lastSent = ProcessInfo.processInfo.systemUptime
                 case .pause(let seconds): Thread.sleep(forTimeInterval: seconds)
                 case .close: return
+                case .awaitClose:
+                    var buffer = [UInt8](repeating: 0, count: 4096)
+                    while recv(client, &buffer, buffer.count, 0) > 0 {}
+                    let delay = ProcessInfo.processInfo.systemUptime - lastSent
+                    lock.withLock { closeDelays.append(delay) }
+                    return
                 }
             }
         }

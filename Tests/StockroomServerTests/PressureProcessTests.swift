@@ -38,7 +38,12 @@ import Glibc
                 "--bundle-id", "com.example.stockroom.demo", "--upstream-rate", "off",
             ] + extra,
             environment: ["STOCKROOM_TOKEN_SECRET": ServerFixture.tokenSecret], descriptors: descriptors)
-        try await server.waitUntilHealthy()
+        do {
+            try await server.waitUntilHealthy()
+        } catch {
+            server.stop()  // else a server too slow to start on a loaded machine outlives the test run
+            throw error
+        }
         return server
     }
 
