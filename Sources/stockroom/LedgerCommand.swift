@@ -4,13 +4,13 @@ import GRDB
 import StockroomCore
 import StockroomPostgres
 
-/// `stockroom ledger check | export | import`: the ledger's invariants, and moving a ledger
-/// between SQLite and PostgreSQL, on either engine (`--database`).
+/// `stockroom ledger check | backup | export | import`: the ledger's invariants, a live SQLite
+/// ledger's backup, and moving a ledger between SQLite and PostgreSQL (`--database`).
 struct LedgerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ledger",
-        abstract: "Check the ledger's invariants, or move it between SQLite and PostgreSQL.",
-        subcommands: [Check.self, Export.self, Import.self])
+        abstract: "Check the ledger's invariants, back it up while the server runs, or move it between SQLite and PostgreSQL.",
+        subcommands: [Check.self, Backup.self, Export.self, Import.self])
 
     struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -24,6 +24,53 @@ struct LedgerCommand: AsyncParsableCommand {
             for problem in problems { print(problem) }
             guard problems.isEmpty else { fail("\(problems.count) problem\(problems.count == 1 ? "" : "s") in \(archive.summary)") }
             print("ok: \(archive.summary)")
+        }
+    }
+
+    struct Backup: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Copy a live SQLite ledger to a file, consistently, while the server keeps writing.",
+            discussion: """
+                Copying the ledger's file is not safe while the server runs: a WAL database is the file plus a \
+                log, and a copy of both taken at different moments can be corrupt. This reads one snapshot \
+                through SQLite (VACUUM INTO) into a file beside PATH, checks it (SQLite's integrity check and \
+                the ledger's invariants, as `ledger check`), fsyncs it, then renames it over PATH: a crash \
+                leaves the old backup or the new one. The file is mode 0600: it holds every buyer's proof.
+
+                To restore: stop the server, run `stockroom ledger check --database BACKUP`, copy BACKUP over \
+                the ledger's path, delete the ledger's -wal and -shm files if any are left, and start the \
+                server. deploy/stockroom-ledger-backup.timer runs this daily. A PostgreSQL ledger is backed \
+                up with pg_dump (deploy/POSTGRESQL.md).
+                """)
+
+        @OptionGroup var options: ServerOptions
+
+        @Argument(help: "The backup file to write (replaced atomically); its folder must exist.")
+        var path: String
+
+        func run() async throws {
+            let configuration = try options.configuration()
+            if configuration.usesPostgres {
+                fail("a PostgreSQL ledger is backed up with pg_dump (see deploy/POSTGRESQL.md), not with ledger backup")
+            }
+            guard FileManager.default.fileExists(atPath: configuration.databasePath) else {
+                fail("no ledger at \(configuration.databasePath); pass --database or set STOCKROOM_DATABASE")
+            }
+            let started = ContinuousClock.now
+            let backup: AppDatabase.Backup
+            do {
+                backup = try await AppDatabase.backup(path: configuration.databasePath, to: path) { copy in
+                    let problems = try await LedgerStore.archive(copy).problems
+                    guard problems.isEmpty else { throw LedgerArchive.Malformed(description: problems.joined(separator: "; ")) }
+                }
+            } catch let failure as AppDatabase.BackupFailure {
+                fail("no backup: \(failure)")
+            } catch let failure as LedgerArchive.Malformed {
+                fail("no backup: the copy breaks the ledger's invariants: \(failure.description)")
+            }
+            let elapsed = ContinuousClock.now - started
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            print("backed up \(configuration.databasePath) to \(path): \(backup.fulfilments) fulfilments, \(backup.bytes) bytes, " + String(format: "%.2f s", seconds))
         }
     }
 
@@ -104,21 +151,25 @@ enum LedgerStore {
     func archive() async throws -> LedgerArchive {
         switch self {
         case .postgres(let ledger): return try await ledger.archive()
-        case .sqlite(let database):
-            return try await database.writer.read { db in
-                var archive = LedgerArchive()
-                archive.fulfilments = try Fulfilment.order(Column("transaction_id")).fetchAll(db)
-                archive.attempts = try DownloadAttempt.order(Column("id")).fetchAll(db)
-                archive.pendingProofs = try PendingProof.order(Column("id")).fetchAll(db)
-                archive.notifications = try Row.fetchAll(db, sql: "SELECT * FROM notifications ORDER BY notification_uuid").map { row in
-                    LedgerArchive.Notification(
-                        uuid: row["notification_uuid"], type: row["notification_type"], subtype: row["subtype"],
-                        transactionID: row["transaction_id"], originalTransactionID: row["original_transaction_id"], outcome: row["outcome"],
-                        receivedAt: row["received_at"], signedPayload: row["signed_payload"], source: row["source"])
-                }
-                archive.serverCalls = try ServerCall.order(Column("id")).fetchAll(db)
-                return archive
+        case .sqlite(let database): return try await Self.archive(database.writer)
+        }
+    }
+
+    /// Every row of a SQLite ledger (the live one, or a backup's copy).
+    static func archive(_ reader: any DatabaseReader) async throws -> LedgerArchive {
+        try await reader.read { db in
+            var archive = LedgerArchive()
+            archive.fulfilments = try Fulfilment.order(Column("transaction_id")).fetchAll(db)
+            archive.attempts = try DownloadAttempt.order(Column("id")).fetchAll(db)
+            archive.pendingProofs = try PendingProof.order(Column("id")).fetchAll(db)
+            archive.notifications = try Row.fetchAll(db, sql: "SELECT * FROM notifications ORDER BY notification_uuid").map { row in
+                LedgerArchive.Notification(
+                    uuid: row["notification_uuid"], type: row["notification_type"], subtype: row["subtype"],
+                    transactionID: row["transaction_id"], originalTransactionID: row["original_transaction_id"], outcome: row["outcome"],
+                    receivedAt: row["received_at"], signedPayload: row["signed_payload"], source: row["source"])
             }
+            archive.serverCalls = try ServerCall.order(Column("id")).fetchAll(db)
+            return archive
         }
     }
 
