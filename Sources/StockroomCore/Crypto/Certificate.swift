@@ -49,6 +49,14 @@ public final class Certificate: @unchecked Sendable {
         return BIOText.read(bio)
     }
 
+    /// Whether `date` lies within the certificate's validity (notBefore ≤ date ≤ notAfter).
+    public func isValid(at date: Date) -> Bool {
+        guard var seconds = CertificateTime.seconds(date), let notBefore = X509_get0_notBefore(x509), let notAfter = X509_get0_notAfter(x509)
+        else { return false }
+        // X509_cmp_time: -1 when the certificate's time is before `seconds`, 1 after, 0 on an error.
+        return X509_cmp_time(notBefore, &seconds) == -1 && X509_cmp_time(notAfter, &seconds) == 1
+    }
+
     /// The subject, one line (`/CN=…`).
     public var subject: String {
         guard let line = X509_NAME_oneline(X509_get_subject_name(x509), nil, 0) else { return "" }

@@ -3,6 +3,8 @@ import Foundation
 /// Verifies an App Store JWS (signed transactions, notifications): ES256 only, an `x5c` of
 /// exactly three certificates, leaf → intermediate → the configured root at the payload's
 /// `signedDate`, Apple's marker OIDs, then the signature over the input exactly as received.
+/// A chain that verified is kept (`VerifiedChainCache`), so the next JWS it signs skips the chain
+/// work but not the dates or the signature.
 ///
 /// See https://developer.apple.com/documentation/appstoreserverapi/jwstransaction
 public struct JWSVerifier: Sendable {
@@ -18,9 +20,12 @@ public struct JWSVerifier: Sendable {
     /// The roots a chain may end at (several `--trust-root`); the first is the usual one.
     public let roots: [Certificate]
     public var root: Certificate { roots[0] }
+    /// Chains that verified, shared by every copy of this verifier; nil verifies each afresh.
+    public let chains: VerifiedChainCache?
 
-    public init(root: Certificate, otherRoots: [Certificate] = []) {
+    public init(root: Certificate, otherRoots: [Certificate] = [], chains: VerifiedChainCache? = VerifiedChainCache()) {
         self.roots = [root] + otherRoots
+        self.chains = chains
     }
 
     /// The verified payload bytes, or why not.
@@ -49,6 +54,14 @@ public struct JWSVerifier: Sendable {
             return .failure(.malformed("the signature is not 64 bytes of base64url"))
         }
 
+        let time = Date(timeIntervalSince1970: signedDate / 1000)
+        let signingInput = Array("\(parts[0]).\(parts[1])".utf8)
+        let chainKey = chain.joined(separator: "\n")  // base64 has no newline: the exact strings, unambiguous
+        if let cached = chains?.chain(chainKey, validAt: time) {
+            guard cached.key.isValidSignature(signature, for: signingInput) else { return .failure(.badSignature) }
+            return .success(payload)
+        }
+
         var certificates: [Certificate] = []
         for (index, entry) in chain.prefix(2).enumerated() {
             // x5c entries are standard base64 DER (RFC 7515 §4.1.6).
@@ -58,15 +71,22 @@ public struct JWSVerifier: Sendable {
             certificates.append(certificate)
         }
         let (leaf, intermediate) = (certificates[0], certificates[1])
-        let time = Date(timeIntervalSince1970: signedDate / 1000)
-        let problems = roots.compactMap { CertificateChain.problem(leaf: leaf, intermediates: [intermediate], root: $0, at: time) }
-        if problems.count == roots.count, let problem = problems.first { return .failure(.badChain(problem)) }
+        var problem: String?
+        var trusted: Certificate?
+        for root in roots {
+            guard let found = CertificateChain.problem(leaf: leaf, intermediates: [intermediate], root: root, at: time) else {
+                trusted = root
+                break
+            }
+            problem = problem ?? found
+        }
+        guard let trusted else { return .failure(.badChain(problem ?? "no trusted root")) }
         guard leaf.hasExtension(oid: Self.leafOID) else { return .failure(.missingOID("the leaf lacks \(Self.leafOID)")) }
         guard intermediate.hasExtension(oid: Self.intermediateOID) else {
             return .failure(.missingOID("the intermediate lacks \(Self.intermediateOID)"))
         }
-        let signingInput = Array("\(parts[0]).\(parts[1])".utf8)
         guard let key = leaf.publicKey, key.isValidSignature(signature, for: signingInput) else { return .failure(.badSignature) }
+        chains?.keep(VerifiedChainCache.Chain(certificates: [leaf, intermediate, trusted], key: key), under: chainKey)
         return .success(payload)
     }
 }

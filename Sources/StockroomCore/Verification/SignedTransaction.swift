@@ -84,8 +84,12 @@ public struct SignedTransactionVerifier: Sendable {
     /// With `--accept-xcode`: verifies JWS of Xcode's shape (one self-signed certificate) locally.
     public var xcode: XcodeTransactionVerifier?
 
-    public init(root: Certificate, otherRoots: [Certificate] = [], bundleID: String, environment: StoreEnvironment?) {
-        self.jws = JWSVerifier(root: root, otherRoots: otherRoots)
+    /// `chains`: the verified chains kept for the next JWS (nil verifies every chain afresh).
+    public init(
+        root: Certificate, otherRoots: [Certificate] = [], bundleID: String, environment: StoreEnvironment?,
+        chains: VerifiedChainCache? = VerifiedChainCache()
+    ) {
+        self.jws = JWSVerifier(root: root, otherRoots: otherRoots, chains: chains)
         self.bundleID = bundleID
         self.environment = environment
     }

@@ -1,0 +1,93 @@
+import Foundation
+import Synchronization
+
+/// Certificate chains that verified, kept a while so that the next JWS one of them signs is
+/// checked without verifying the chain again: Apple signs every transaction and notification with
+/// the same few chains. Apple's own library keeps them 15 minutes, 32 at most; so does this.
+///
+/// An entry is keyed by the JWS header's exact `x5c` strings. A hit still checks the payload's
+/// `signedDate` against every certificate's validity, as the full verification does, and still
+/// verifies the signature with the cached leaf key. An entry is dropped once any of its
+/// certificates has expired by the clock, or when it is older than the lifetime. A chain that
+/// failed is never kept. Stockroom checks no revocation list (nor does a cold verification); the
+/// lifetime bounds how long a verified chain is trusted without being verified again.
+public final class VerifiedChainCache: Sendable {
+    public static let defaultCapacity = 32
+    public static let defaultLifetime: TimeInterval = 15 * 60
+
+    /// A chain that verified: its certificates (leaf, intermediate, the root it ended at) and the
+    /// leaf's key.
+    public struct Chain: Sendable {
+        public let certificates: [Certificate]
+        public let key: ECPublicKey
+    }
+
+    private struct Entry {
+        var chain: Chain
+        var verifiedAt: Date
+        var lastUsed: UInt64
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var clock: UInt64 = 0
+        var hits = 0
+        var misses = 0
+    }
+
+    private let capacity: Int
+    private let lifetime: TimeInterval
+    private let now: @Sendable () -> Date
+    private let state = Mutex(State())
+
+    public init(capacity: Int = defaultCapacity, lifetime: TimeInterval = defaultLifetime, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.capacity = max(1, capacity)
+        self.lifetime = lifetime
+        self.now = now
+    }
+
+    /// The chain kept under `key` when it is still fresh and every certificate is valid at
+    /// `signedDate`; nil otherwise (a miss: verify it in full).
+    func chain(_ key: String, validAt signedDate: Date) -> Chain? {
+        let now = now()
+        return state.withLock { state in
+            guard let entry = state.entries[key] else {
+                state.misses += 1
+                return nil
+            }
+            guard now.timeIntervalSince(entry.verifiedAt) < lifetime, entry.chain.certificates.allSatisfy({ $0.isValid(at: now) }) else {
+                state.entries[key] = nil
+                state.misses += 1
+                return nil
+            }
+            // Valid now, but this payload was signed when one of them was not: no shortcut.
+            guard entry.chain.certificates.allSatisfy({ $0.isValid(at: signedDate) }) else {
+                state.misses += 1
+                return nil
+            }
+            state.clock += 1
+            state.entries[key]?.lastUsed = state.clock
+            state.hits += 1
+            return entry.chain
+        }
+    }
+
+    /// Keeps a chain that has just verified in full; the least recently used goes when full.
+    func keep(_ chain: Chain, under key: String) {
+        let now = now()
+        state.withLock { state in
+            if state.entries[key] == nil, state.entries.count >= capacity,
+                let oldest = state.entries.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key
+            {
+                state.entries[oldest] = nil
+            }
+            state.clock += 1
+            state.entries[key] = Entry(chain: chain, verifiedAt: now, lastUsed: state.clock)
+        }
+    }
+
+    /// Lookups answered from the cache and not, and chains held: for tests and the bench.
+    public var statistics: (hits: Int, misses: Int, chains: Int) {
+        state.withLock { ($0.hits, $0.misses, $0.entries.count) }
+    }
+}

@@ -1,0 +1,102 @@
+import AppStoreSimulator
+import Foundation
+import Synchronization
+import Testing
+@testable import StockroomCore
+
+/// The cache of verified chains: a JWS on a chain that verified skips the chain work, never the
+/// dates, the signature, or a failed chain.
+@Suite struct VerifiedChainCacheTests {
+    static let chain = try! SigningChain()
+    static let year: TimeInterval = 365 * 24 * 3600
+
+    static func jws(on chain: SigningChain = chain, signedAt date: Date = Date(), transaction: String = "2000000000000001") throws -> String {
+        let milliseconds = Int64(date.timeIntervalSince1970 * 1000)
+        let payload = #"{"transactionId":"\#(transaction)","productId":"com.example.book","bundleId":"com.example.stockroom.demo","signedDate":\#(milliseconds)}"#
+        return try chain.sign(payload: Array(payload.utf8))
+    }
+
+    /// A clock the test moves.
+    final class Clock: Sendable {
+        private let offset = Mutex<TimeInterval>(0)
+        func advance(_ seconds: TimeInterval) { offset.withLock { $0 += seconds } }
+        var now: Date { Date().addingTimeInterval(offset.withLock { $0 }) }
+    }
+
+    @Test func aSecondJWSOnTheSameChainSkipsTheChainButNotItsSignature() throws {
+        let cache = VerifiedChainCache()
+        let verifier = JWSVerifier(root: Self.chain.root, chains: cache)
+        #expect(throws: Never.self) { try verifier.verify(try Self.jws(transaction: "1")).get() }
+        #expect(cache.statistics.hits == 0 && cache.statistics.chains == 1)
+        #expect(throws: Never.self) { try verifier.verify(try Self.jws(transaction: "2")).get() }
+        #expect(cache.statistics.hits == 1, "verified from the cache")
+
+        // The same chain, a payload changed after signing: the cached key refuses it.
+        let parts = try Self.jws(transaction: "3").split(separator: ".").map(String.init)
+        let forged = #"{"transactionId":"4","productId":"com.example.book","bundleId":"com.example.stockroom.demo","signedDate":\#(Int64(Date().timeIntervalSince1970 * 1000))}"#
+        let tampered = [parts[0], ByteEncoding.base64URL(Array(forged.utf8)), parts[2]].joined(separator: ".")
+        #expect(verifier.verify(tampered) == .failure(.badSignature))
+        #expect(cache.statistics.hits == 2, "the hit still checked the signature")
+    }
+
+    @Test func aPayloadSignedOutsideTheCertificatesValidityIsRefusedEvenWithTheChainCached() throws {
+        let cache = VerifiedChainCache()
+        let verifier = JWSVerifier(root: Self.chain.root, chains: cache)
+        #expect(throws: Never.self) { try verifier.verify(try Self.jws()).get() }
+        // The leaf is valid from a year ago for five years.
+        for date in [Date().addingTimeInterval(6 * Self.year), Date().addingTimeInterval(-2 * Self.year)] {
+            guard case .failure(.badChain) = verifier.verify(try Self.jws(signedAt: date)) else {
+                Issue.record("a payload signed at \(date) verified")
+                continue
+            }
+        }
+        #expect(cache.statistics.hits == 0, "no shortcut for a date the certificates do not cover")
+    }
+
+    @Test func aChainThatFailedIsNotKept() throws {
+        let stranger = try SigningChain()
+        let cache = VerifiedChainCache()
+        let verifier = JWSVerifier(root: Self.chain.root, chains: cache)
+        for _ in 0..<2 {
+            guard case .failure(.badChain) = verifier.verify(try Self.jws(on: stranger)) else {
+                Issue.record("a chain to another root verified")
+                continue
+            }
+        }
+        #expect(cache.statistics.chains == 0 && cache.statistics.hits == 0)
+    }
+
+    @Test func entriesAreBoundedInNumberAndAge() throws {
+        let clock = Clock()
+        let cache = VerifiedChainCache(capacity: 2, lifetime: 900, now: { clock.now })
+        let chains = try (0..<3).map { _ in try SigningChain() }
+        let verifier = JWSVerifier(root: chains[0].root, otherRoots: chains.dropFirst().map(\.root), chains: cache)
+        for chain in chains { #expect(throws: Never.self) { try verifier.verify(try Self.jws(on: chain)).get() } }
+        #expect(cache.statistics.chains == 2, "the least recently used went")
+        #expect(throws: Never.self) { try verifier.verify(try Self.jws(on: chains[0])).get() }
+        #expect(cache.statistics.hits == 0, "the first chain was the one dropped")
+        #expect(throws: Never.self) { try verifier.verify(try Self.jws(on: chains[2])).get() }
+        #expect(cache.statistics.hits == 1)
+
+        clock.advance(901)
+        #expect(throws: Never.self) { try verifier.verify(try Self.jws(on: chains[2])).get() }
+        #expect(cache.statistics.hits == 1, "past 15 minutes the chain is verified again")
+    }
+
+    @Test func aChainWhoseCertificateHasSinceExpiredIsNotServed() throws {
+        let clock = Clock()
+        let cache = VerifiedChainCache(lifetime: 100 * Self.year, now: { clock.now })
+        let verifier = JWSVerifier(root: Self.chain.root, chains: cache)
+        let signed = Date()
+        #expect(throws: Never.self) { try verifier.verify(try Self.jws(signedAt: signed)).get() }
+        clock.advance(6 * Self.year)  // the leaf (five years) has expired by the clock
+        #expect(throws: Never.self) { try verifier.verify(try Self.jws(signedAt: signed)).get() }
+        #expect(cache.statistics.hits == 0, "an expired certificate is never served from the cache")
+    }
+
+    @Test func withoutACacheEveryChainIsVerified() throws {
+        let verifier = JWSVerifier(root: Self.chain.root, chains: nil)
+        for _ in 0..<2 { #expect(throws: Never.self) { try verifier.verify(try Self.jws()).get() } }
+        #expect(verifier.chains == nil)
+    }
+}
