@@ -37,6 +37,11 @@ import Testing
         return SignedTransactionVerifier(root: try Certificate(pem: pem), bundleID: bundle, environment: nil)
     }
 
+    @Test func applesHostsAreTheOnesRecommendedSinceMay2026() {
+        #expect(AppStoreServerAPIClient.Endpoints.apple.production == "https://api.storekit.apple.com")
+        #expect(AppStoreServerAPIClient.Endpoints.apple.sandbox == "https://api.storekit-sandbox.apple.com")
+    }
+
     @Test func aProductionTransactionIsFoundWithOneCall() async throws {
         try await Self.withAPI { control, api in
             let purchase = try await control.purchase()

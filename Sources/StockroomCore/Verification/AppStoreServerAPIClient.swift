@@ -28,7 +28,9 @@ public final class AppStoreServerAPIClient: Sendable {
         public var production: String
         public var sandbox: String
 
-        public static let apple = Endpoints(production: "https://api.storekit.itunes.apple.com", sandbox: "https://api.storekit-sandbox.itunes.apple.com")
+        /// Apple's hosts, as Apple recommends them since 2026-05-05 (the `itunes` ones,
+        /// `api.storekit.itunes.apple.com` and `api.storekit-sandbox.itunes.apple.com`, still work).
+        public static let apple = Endpoints(production: "https://api.storekit.apple.com", sandbox: "https://api.storekit-sandbox.apple.com")
 
         /// The simulator: one base, with the sandbox under `/sandbox`.
         public static func base(_ url: String) -> Endpoints {
