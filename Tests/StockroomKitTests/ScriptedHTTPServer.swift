@@ -38,7 +38,8 @@ final class ScriptedHTTPServer: @unchecked Sendable {
     private var stopped = false
     private var closeDelays: [TimeInterval] = []
 
-    /// For each `awaitClose`, the seconds from the last byte sent to the client's close, measured
+    /// For each `awaitClose`, the seconds from the last byte sent (or the request, when nothing
+    /// was sent) to the client's close, measured
     /// on this server's own threads (a busy test process's task threads do not skew them).
     var clientCloseDelays: [TimeInterval] { lock.withLock { closeDelays } }
 
@@ -104,6 +105,7 @@ final class ScriptedHTTPServer: @unchecked Sendable {
         var received = Data()
         var lastSent = ProcessInfo.processInfo.systemUptime
         while let request = Self.request(in: &received) ?? readRequest(client, into: &received) {
+            lastSent = ProcessInfo.processInfo.systemUptime  // an `awaitClose` before any answer counts from the request
             lock.withLock { seen.append(request) }
             for step in script(request) {
                 switch step {

@@ -27,7 +27,7 @@ import FoundationNetworking
     #endif
 
     @Test(arguments: engines) func aServerThatNeverAnswersTimesOut(_ engine: HTTPTransport.Engine) async throws {
-        let server = try ScriptedHTTPServer { _ in [.pause(20)] }
+        let server = try ScriptedHTTPServer { _ in [.pause(40)] }
         defer { server.stop() }
         let transport = Self.transport(engine, timeout: 1)
         defer { transport.invalidate() }
@@ -35,7 +35,8 @@ import FoundationNetworking
         let result = await transport.collect(URLRequest(url: server.url.appendingPathComponent("silent")))
         #expect(result.response == nil)
         #expect((result.error as? URLError)?.code == .timedOut, "\(String(describing: result.error))")
-        #expect(Date().timeIntervalSince(started) < 10)
+        // 1 s; the margin is for a loaded machine's stalls (10 s seen), far short of the 40 s silence.
+        #expect(Date().timeIntervalSince(started) < 25)
     }
 
     @Test(arguments: engines) func aBodyThatStallsEndsWithTheBytesSoFarInTheFile(_ engine: HTTPTransport.Engine) async throws {

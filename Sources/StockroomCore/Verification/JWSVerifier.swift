@@ -32,6 +32,20 @@ public struct JWSVerifier: Sendable {
     public func verify(_ jws: String) -> Result<[UInt8], JWSFailure> {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .failure(.malformed("a JWS has three dot-separated parts")) }
+        // The header's exact text, x5c included, keys the chains that verified: a header seen
+        // before is neither decoded nor parsed again.
+        let headerKey = String(parts[0])
+        if let chains, chains.holds(headerKey) {
+            let signed: Signed
+            switch Self.signed(parts) {
+            case .success(let value): signed = value
+            case .failure(let failure): return .failure(failure)
+            }
+            if let chain = chains.chain(headerKey, validAt: signed.time) {
+                return chain.key.isValidSignature(signed.signature, for: signed.input) ? .success(signed.payload) : .failure(.badSignature)
+            }
+            // Gone since, or not valid at this signedDate: the full verification says why.
+        }
         guard let headerBytes = ByteEncoding.decodeBase64(parts[0]),
             JSONNesting.isShallow(headerBytes), let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any]
         else { return .failure(.malformed("the header is not base64url JSON")) }
@@ -41,26 +55,12 @@ public struct JWSVerifier: Sendable {
         guard let chain = header["x5c"] as? [String], chain.count == 3 else {
             return .failure(.malformed("x5c must hold exactly 3 certificates"))
         }
-        guard let payload = ByteEncoding.decodeBase64(parts[1]),
-            JSONNesting.isShallow(payload), let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
-        else { return .failure(.malformed("the payload is not base64url JSON")) }
-        guard let signedDate = (object["signedDate"] as? NSNumber)?.doubleValue, signedDate.isFinite else {
-            return .failure(.malformed("the payload has no signedDate"))
+        let signed: Signed
+        switch Self.signed(parts) {
+        case .success(let value): signed = value
+        case .failure(let failure): return .failure(failure)
         }
-        guard Self.signedDateRange.contains(signedDate) else {
-            return .failure(.malformed("signedDate must be milliseconds between 1970 and 2100"))
-        }
-        guard let signature = ByteEncoding.decodeBase64(parts[2]), signature.count == 64 else {
-            return .failure(.malformed("the signature is not 64 bytes of base64url"))
-        }
-
-        let time = Date(timeIntervalSince1970: signedDate / 1000)
-        let signingInput = Array("\(parts[0]).\(parts[1])".utf8)
-        let chainKey = chain.joined(separator: "\n")  // base64 has no newline: the exact strings, unambiguous
-        if let cached = chains?.chain(chainKey, validAt: time) {
-            guard cached.key.isValidSignature(signature, for: signingInput) else { return .failure(.badSignature) }
-            return .success(payload)
-        }
+        let (time, signature, signingInput, payload) = (signed.time, signed.signature, signed.input, signed.payload)
 
         var certificates: [Certificate] = []
         for (index, entry) in chain.prefix(2).enumerated() {
@@ -86,8 +86,34 @@ public struct JWSVerifier: Sendable {
             return .failure(.missingOID("the intermediate lacks \(Self.intermediateOID)"))
         }
         guard let key = leaf.publicKey, key.isValidSignature(signature, for: signingInput) else { return .failure(.badSignature) }
-        chains?.keep(VerifiedChainCache.Chain(certificates: [leaf, intermediate, trusted], key: key), under: chainKey)
+        chains?.keep(VerifiedChainCache.Chain(certificates: [leaf, intermediate, trusted], key: key), under: headerKey)
         return .success(payload)
+    }
+
+    /// The signed part of a JWS: its payload, the moment it claims, the signature and the input
+    /// the signature covers.
+    private struct Signed {
+        var payload: [UInt8]
+        var time: Date
+        var signature: [UInt8]
+        var input: [UInt8]
+    }
+
+    private static func signed(_ parts: [Substring]) -> Result<Signed, JWSFailure> {
+        guard let payload = ByteEncoding.decodeBase64(parts[1]),
+            JSONNesting.isShallow(payload), let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
+        else { return .failure(.malformed("the payload is not base64url JSON")) }
+        guard let signedDate = (object["signedDate"] as? NSNumber)?.doubleValue, signedDate.isFinite else {
+            return .failure(.malformed("the payload has no signedDate"))
+        }
+        guard signedDateRange.contains(signedDate) else {
+            return .failure(.malformed("signedDate must be milliseconds between 1970 and 2100"))
+        }
+        guard let signature = ByteEncoding.decodeBase64(parts[2]), signature.count == 64 else {
+            return .failure(.malformed("the signature is not 64 bytes of base64url"))
+        }
+        return .success(
+            Signed(payload: payload, time: Date(timeIntervalSince1970: signedDate / 1000), signature: signature, input: Array("\(parts[0]).\(parts[1])".utf8)))
     }
 }
 

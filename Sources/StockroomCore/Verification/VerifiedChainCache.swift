@@ -5,7 +5,8 @@ import Synchronization
 /// checked without verifying the chain again: Apple signs every transaction and notification with
 /// the same few chains. Apple's own library keeps them 15 minutes, 32 at most; so does this.
 ///
-/// An entry is keyed by the JWS header's exact `x5c` strings. A hit still checks the payload's
+/// An entry is keyed by the JWS header's exact text, which carries the `x5c` certificates (the
+/// same chain under another header text is only a miss). A hit still checks the payload's
 /// `signedDate` against every certificate's validity, as the full verification does, and still
 /// verifies the signature with the cached leaf key. An entry is dropped once any of its
 /// certificates has expired by the clock, or when it is older than the lifetime. A chain that
@@ -44,6 +45,11 @@ public final class VerifiedChainCache: Sendable {
         self.capacity = max(1, capacity)
         self.lifetime = lifetime
         self.now = now
+    }
+
+    /// Whether a chain is kept under `key` (it may still be too old, or not valid at a date).
+    func holds(_ key: String) -> Bool {
+        state.withLock { $0.entries[key] != nil }
     }
 
     /// The chain kept under `key` when it is still fresh and every certificate is valid at
