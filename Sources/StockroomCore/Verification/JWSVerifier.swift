@@ -30,21 +30,28 @@ public struct JWSVerifier: Sendable {
 
     /// The verified payload bytes, or why not.
     public func verify(_ jws: String) -> Result<[UInt8], JWSFailure> {
-        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { return .failure(.malformed("a JWS has three dot-separated parts")) }
+        // Split on the bytes: a StoreKit JWS carries 4 KB of certificates, and walking it as
+        // Characters cost more than verifying the signature.
+        let utf8 = jws.utf8
+        let dot = UInt8(ascii: ".")
+        guard let first = utf8.firstIndex(of: dot), let second = utf8[utf8.index(after: first)...].firstIndex(of: dot),
+            !utf8[utf8.index(after: second)...].contains(dot)
+        else { return .failure(.malformed("a JWS has three dot-separated parts")) }
+        let parts = [jws[..<first], jws[utf8.index(after: first)..<second], jws[utf8.index(after: second)...]]
+        let signingInput = Array(utf8[..<second])
         // The header's exact text, x5c included, keys the chains that verified: a header seen
         // before is neither decoded nor parsed again.
         let headerKey = String(parts[0])
-        if let chains, chains.holds(headerKey) {
+        if let chains, let chain = chains.chain(headerKey) {
             let signed: Signed
-            switch Self.signed(parts) {
+            switch Self.signed(parts, input: signingInput) {
             case .success(let value): signed = value
             case .failure(let failure): return .failure(failure)
             }
-            if let chain = chains.chain(headerKey, validAt: signed.time) {
+            if chains.servable(chain, at: signed.time) {
                 return chain.key.isValidSignature(signed.signature, for: signed.input) ? .success(signed.payload) : .failure(.badSignature)
             }
-            // Gone since, or not valid at this signedDate: the full verification says why.
+            // Not valid at this signedDate: the full verification says why.
         }
         guard let headerBytes = ByteEncoding.decodeBase64(parts[0]),
             JSONNesting.isShallow(headerBytes), let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any]
@@ -56,11 +63,11 @@ public struct JWSVerifier: Sendable {
             return .failure(.malformed("x5c must hold exactly 3 certificates"))
         }
         let signed: Signed
-        switch Self.signed(parts) {
+        switch Self.signed(parts, input: signingInput) {
         case .success(let value): signed = value
         case .failure(let failure): return .failure(failure)
         }
-        let (time, signature, signingInput, payload) = (signed.time, signed.signature, signed.input, signed.payload)
+        let (time, signature, payload) = (signed.time, signed.signature, signed.payload)
 
         var certificates: [Certificate] = []
         for (index, entry) in chain.prefix(2).enumerated() {
@@ -90,6 +97,19 @@ public struct JWSVerifier: Sendable {
         return .success(payload)
     }
 
+    /// The one field every App Store payload carries that the verification needs: when it was
+    /// signed, in milliseconds. Any JSON object decodes; a missing or non-number field is nil.
+    private struct SignedDate: Decodable {
+        var signedDate: Double?
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            signedDate = try? container.decodeIfPresent(Double.self, forKey: .signedDate)
+        }
+
+        private enum CodingKeys: String, CodingKey { case signedDate }
+    }
+
     /// The signed part of a JWS: its payload, the moment it claims, the signature and the input
     /// the signature covers.
     private struct Signed {
@@ -99,11 +119,11 @@ public struct JWSVerifier: Sendable {
         var input: [UInt8]
     }
 
-    private static func signed(_ parts: [Substring]) -> Result<Signed, JWSFailure> {
-        guard let payload = ByteEncoding.decodeBase64(parts[1]),
-            JSONNesting.isShallow(payload), let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
+    private static func signed(_ parts: [Substring], input: [UInt8]) -> Result<Signed, JWSFailure> {
+        guard let payload = ByteEncoding.decodeBase64(parts[1]), JSONNesting.isShallow(payload),
+            let dated = try? JSONDecoder().decode(SignedDate.self, from: Data(payload))
         else { return .failure(.malformed("the payload is not base64url JSON")) }
-        guard let signedDate = (object["signedDate"] as? NSNumber)?.doubleValue, signedDate.isFinite else {
+        guard let signedDate = dated.signedDate, signedDate.isFinite else {
             return .failure(.malformed("the payload has no signedDate"))
         }
         guard signedDateRange.contains(signedDate) else {
@@ -113,7 +133,7 @@ public struct JWSVerifier: Sendable {
             return .failure(.malformed("the signature is not 64 bytes of base64url"))
         }
         return .success(
-            Signed(payload: payload, time: Date(timeIntervalSince1970: signedDate / 1000), signature: signature, input: Array("\(parts[0]).\(parts[1])".utf8)))
+            Signed(payload: payload, time: Date(timeIntervalSince1970: signedDate / 1000), signature: signature, input: input))
     }
 }
 

@@ -47,14 +47,10 @@ public final class VerifiedChainCache: Sendable {
         self.now = now
     }
 
-    /// Whether a chain is kept under `key` (it may still be too old, or not valid at a date).
-    func holds(_ key: String) -> Bool {
-        state.withLock { $0.entries[key] != nil }
-    }
-
-    /// The chain kept under `key` when it is still fresh and every certificate is valid at
-    /// `signedDate`; nil otherwise (a miss: verify it in full).
-    func chain(_ key: String, validAt signedDate: Date) -> Chain? {
+    /// The chain kept under `key` while it is fresh and every certificate is valid by the clock;
+    /// nil otherwise (a miss: verify it in full). The caller still checks the payload's date
+    /// (`servable(_:at:)`) before it counts as a hit.
+    func chain(_ key: String) -> Chain? {
         let now = now()
         return state.withLock { state in
             guard let entry = state.entries[key] else {
@@ -66,16 +62,20 @@ public final class VerifiedChainCache: Sendable {
                 state.misses += 1
                 return nil
             }
-            // Valid now, but this payload was signed when one of them was not: no shortcut.
-            guard entry.chain.certificates.allSatisfy({ $0.isValid(at: signedDate) }) else {
-                state.misses += 1
-                return nil
-            }
             state.clock += 1
             state.entries[key]?.lastUsed = state.clock
-            state.hits += 1
             return entry.chain
         }
+    }
+
+    /// Whether `chain` may vouch for a payload signed at `signedDate`: every certificate was valid
+    /// then, as the full verification requires. Counts the hit, or the miss.
+    func servable(_ chain: Chain, at signedDate: Date) -> Bool {
+        let valid = chain.certificates.allSatisfy { $0.isValid(at: signedDate) }
+        state.withLock { state in
+            if valid { state.hits += 1 } else { state.misses += 1 }
+        }
+        return valid
     }
 
     /// Keeps a chain that has just verified in full; the least recently used goes when full.
