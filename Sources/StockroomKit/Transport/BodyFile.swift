@@ -19,10 +19,12 @@ import Darwin
 /// one run from 1.3 s to 4.6 s), and left 1 GiB of dirty pages for the final `fsync`. Elsewhere,
 /// and for the unaligned first and last pieces, it writes through the page cache.
 final class BodyFile: @unchecked Sendable {
-    static let bufferSize = 2 << 20
+    static let defaultBufferSize = 2 << 20
     static let bufferCount = 4
     private static let alignment = 4096
 
+    /// Each buffer's size, a multiple of the page.
+    let bufferSize: Int
     private let file: Int32
     private let direct: Int32?
     private let keeping: Int64
@@ -46,15 +48,21 @@ final class BodyFile: @unchecked Sendable {
     private struct Slot {
         var offset: Int64 = 0
         var count = 0
-        var capacity = BodyFile.bufferSize
+        var capacity = 0
         var full = false
         var written = false
         var hashed = false
     }
 
     /// Opens `path` to append after its first `keeping` bytes (cut there); those are hashed too,
-    /// from the first byte. `direct: false` keeps every write in the page cache.
-    init(path: String, keeping: Int64, direct: Bool = true, progress: @escaping @Sendable (Int64) -> Void) throws {
+    /// from the first byte. `direct: false` keeps every write in the page cache; `bufferSize`
+    /// (whole pages) is smaller in the tests, so that a few KiB go round the ring.
+    init(
+        path: String, keeping: Int64, direct: Bool = true, bufferSize: Int = BodyFile.defaultBufferSize,
+        progress: @escaping @Sendable (Int64) -> Void
+    ) throws {
+        precondition(bufferSize > 0 && bufferSize % Self.alignment == 0, "whole pages")
+        self.bufferSize = bufferSize
         if !FileManager.default.fileExists(atPath: path) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -81,9 +89,9 @@ final class BodyFile: @unchecked Sendable {
         self.accepted = keeping
         self.nextOffset = keeping
         self.progress = progress
-        buffers = (0..<Self.bufferCount).map { _ in UnsafeMutableRawPointer.allocate(byteCount: Self.bufferSize, alignment: Self.alignment) }
+        buffers = (0..<Self.bufferCount).map { _ in UnsafeMutableRawPointer.allocate(byteCount: bufferSize, alignment: Self.alignment) }
         slots = Array(repeating: Slot(), count: Self.bufferCount)
-        slots[0] = Self.slot(at: keeping)
+        slots[0] = Self.slot(at: keeping, bufferSize: bufferSize)
         let writer = Thread { [self] in write() }
         writer.name = "StockroomKit.BodyFile.write"
         writer.start()
@@ -163,7 +171,7 @@ final class BodyFile: @unchecked Sendable {
 
     /// A slot that starts at `offset`, sized so that it ends on a page boundary: every later
     /// write is then aligned, as `O_DIRECT` requires.
-    private static func slot(at offset: Int64) -> Slot {
+    private static func slot(at offset: Int64, bufferSize: Int) -> Slot {
         Slot(offset: offset, capacity: bufferSize - Int(offset % Int64(alignment)))
     }
 
@@ -175,7 +183,7 @@ final class BodyFile: @unchecked Sendable {
         guard waitForNext else { return }
         // A write error frees no slot: `append` throws it at its next turn.
         while slots[filling].full && writeError == nil { condition.wait() }
-        if !slots[filling].full { slots[filling] = Self.slot(at: nextOffset) }
+        if !slots[filling].full { slots[filling] = Self.slot(at: nextOffset, bufferSize: bufferSize) }
     }
 
     /// Waits for the next full slot that `step` has not handled; nil once the body ended and
