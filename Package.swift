@@ -49,7 +49,6 @@ let package = Package(
                 "CCurl",
                 "CMalloc",
                 "COpenSSL",
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -60,6 +59,15 @@ let package = Package(
             ],
             // Apple's public roots: Root CA - G3 (StoreKit 2 JWS) and Apple Inc. Root (app receipts).
             resources: [.copy("Resources/AppleRootCA-G3.pem"), .copy("Resources/AppleIncRootCertificate.pem")],
+            swiftSettings: swiftSettings
+        ),
+        // The default ledger, on SQLite through GRDB: the engine and its records, apart from the domain.
+        .target(
+            name: "StockroomSQLite",
+            dependencies: [
+                "StockroomCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The ledger on PostgreSQL, for several instances sharing one database: no HTTP in it.
@@ -103,6 +111,7 @@ let package = Package(
                 "StockroomCore",
                 "StockroomHTTP",
                 "StockroomEntitlement",
+                "StockroomSQLite",
                 "StockroomPostgres",
                 "AppStoreSimulator",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -139,6 +148,7 @@ let package = Package(
                 "StockroomHTTP",
                 "StockroomEntitlement",
                 "StockroomServer",
+                "StockroomSQLite",
                 "StockroomPostgres",
                 "AppStoreSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -155,6 +165,7 @@ let package = Package(
             name: "StockroomBench",
             dependencies: [
                 "StockroomCore",
+                "StockroomSQLite",
                 "AppStoreSimulator",
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -193,6 +204,7 @@ let package = Package(
             name: "StockroomPostgresTestSupport",
             dependencies: [
                 "StockroomCore",
+                "StockroomSQLite",
                 "StockroomPostgres",
                 "StockroomTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -221,6 +233,7 @@ let package = Package(
             name: "StockroomCoreTests",
             dependencies: [
                 "StockroomCore",
+                "StockroomSQLite",
                 "StockroomPostgres",
                 "StockroomPostgresTestSupport",
                 "StockroomHTTP",
@@ -237,6 +250,7 @@ let package = Package(
             dependencies: [
                 "StockroomEntitlement",
                 "StockroomCore",
+                "StockroomPostgresTestSupport",
                 "AppStoreSimulator",
                 "StockroomTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -252,6 +266,7 @@ let package = Package(
                 "StockroomPostgres",
                 "StockroomPostgresTestSupport",
                 "StockroomCore",
+                "StockroomSQLite",
                 "AppStoreSimulator",
                 "StockroomTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -266,6 +281,7 @@ let package = Package(
                 "StockroomKit",
                 "StockroomServer",
                 "StockroomCore",
+                "StockroomSQLite",
                 "AppStoreSimulator",
                 "StockroomTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import StockroomCore
+import StockroomSQLite
 
 /// The cost of the one-transaction entitlement decision on a SQLite ledger in WAL mode: a first
 /// claim (insert), a repeated claim of the same proof (re-read and update), the outage path (the

@@ -12,7 +12,7 @@ extension Entitlements {
             let outcomes = try await refulfilPending(of: transactionID, dryRun: dryRun)
             if let summary = Reverification.summary(of: outcomes) { return summary }
             guard let insights = ledger as? any LedgerInsights,
-                try await insights.pendingProofs(of: transactionID, limit: 1).contains(where: { $0.status == .pending })
+                try await insights.pendingProofs(keptUnder: transactionID, limit: 1).contains(where: { $0.status == .pending })
             else { throw LedgerError.unknownTransaction(transactionID) }
             return Reverification(
                 kind: .unchanged, transactionID: transactionID, before: "pending", after: "pending",
@@ -44,12 +44,12 @@ extension Entitlements {
             return outcome(.revoked, FulfilmentState.revoked.rawValue, "refunded or revoked")
         case .rejected(let reason):
             if dryRun { return outcome(.rejected, before, "\(reason) (dry run)") }
-            guard let changed = try await ledger.reject(transactionID, digest: row.proofDigest, reason: reason, now: now()) else {
+            guard let changed = try await ledger.rejectStoredProof(transactionID, digest: row.proofDigest, reason: reason, now: now()) else {
                 return outcome(.unchanged, before, "\(reason); left \(before), which cannot become rejected")
             }
             return outcome(.rejected, changed.state.rawValue, reason)
         case .unavailable(let reason):
-            if !dryRun { try await ledger.noteError(transactionID, reason, now: now()) }
+            if !dryRun { try await ledger.noteReverificationError(transactionID, reason, now: now()) }
             return outcome(.unavailable, before, reason)
         }
     }

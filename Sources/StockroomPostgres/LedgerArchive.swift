@@ -10,45 +10,10 @@ public struct LedgerArchive: Sendable, Equatable {
     public var fulfilments: [Fulfilment] = []
     public var attempts: [DownloadAttempt] = []
     public var pendingProofs: [PendingProof] = []
-    public var notifications: [Notification] = []
+    public var notifications: [NotificationRecord] = []
     public var serverCalls: [ServerCall] = []
 
     public init() {}
-
-    /// A row of `notifications`: the UUIDs that make notifications idempotent, and what each did.
-    public struct Notification: Sendable, Equatable, Codable {
-        public var uuid: String
-        public var type: String
-        public var subtype: String?
-        public var transactionID: String?
-        public var originalTransactionID: String?
-        public var outcome: String
-        public var receivedAt: Date
-        /// The payload verbatim (schema v6 on).
-        public var signedPayload: String?
-        public var source: String?
-
-        public init(
-            uuid: String, type: String, subtype: String?, transactionID: String?, originalTransactionID: String?, outcome: String,
-            receivedAt: Date, signedPayload: String? = nil, source: String? = nil
-        ) {
-            self.signedPayload = signedPayload
-            self.source = source
-            self.uuid = uuid
-            self.type = type
-            self.subtype = subtype
-            self.transactionID = transactionID
-            self.originalTransactionID = originalTransactionID
-            self.outcome = outcome
-            self.receivedAt = receivedAt
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case uuid = "notification_uuid", type = "notification_type", subtype, transactionID = "transaction_id"
-            case originalTransactionID = "original_transaction_id", outcome, receivedAt = "received_at"
-            case signedPayload = "signed_payload", source
-        }
-    }
 
     /// Rows per table, in the order the file holds them.
     public var counts: KeyValuePairs<String, Int> {
@@ -105,7 +70,7 @@ public struct LedgerArchive: Sendable, Equatable {
                 case "fulfilments": fulfilments.append(try decoder.decode(Line<Fulfilment>.self, from: bytes).row)
                 case "download_attempts": attempts.append(try decoder.decode(Line<DownloadAttempt>.self, from: bytes).row)
                 case "pending_proofs": pendingProofs.append(try decoder.decode(Line<PendingProof>.self, from: bytes).row)
-                case "notifications": notifications.append(try decoder.decode(Line<Notification>.self, from: bytes).row)
+                case "notifications": notifications.append(try decoder.decode(Line<NotificationRecord>.self, from: bytes).row)
                 case "server_calls": serverCalls.append(try decoder.decode(Line<ServerCall>.self, from: bytes).row)
                 case let other: throw Malformed(description: "line \(index + 1): unknown table \"\(other)\"")
                 }

@@ -96,14 +96,6 @@ enum LedgerRows {
     }
 }
 
-extension PurchaseRows {
-    /// Writes the rows the rules inserted or changed.
-    func save(_ connection: PostgresConnection, logger: Logger) async throws {
-        for row in inserted { try await connection.query(LedgerRows.insert(row), logger: logger).drain() }
-        for row in changed { try await connection.query(LedgerRows.update(row), logger: logger).drain() }
-    }
-}
-
 /// A time bound as PostgreSQL's `timestamptz`, rounded to the microsecond it keeps. (PostgresNIO's
 /// own `Date` truncates, so a time read back and written again could lose a microsecond each time.)
 struct Timestamp: PostgresNonThrowingEncodable {

@@ -18,7 +18,7 @@ extension PostgresLedger {
             archive.pendingProofs = try await LedgerRows.decode(
                 PendingProof.self, try await connection.query("SELECT \(unescaped: LedgerRows.pendingProof) FROM pending_proofs p ORDER BY p.id", logger: logger))
             archive.notifications = try await LedgerRows.decode(
-                LedgerArchive.Notification.self,
+                NotificationRecord.self,
                 try await connection.query(
                     "SELECT \(unescaped: LedgerRows.json("n", times: ["received_at"])) FROM notifications n ORDER BY n.notification_uuid", logger: logger))
             archive.serverCalls = try await LedgerRows.decode(

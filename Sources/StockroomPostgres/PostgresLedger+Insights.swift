@@ -43,7 +43,7 @@ extension PostgresLedger: LedgerInsights {
         }
     }
 
-    public func fulfilmentPage(_ query: FulfilmentQuery) async throws -> FulfilmentPage {
+    public func fulfilmentPage(_ query: FulfilmentPageQuery) async throws -> FulfilmentPage {
         try await database.read { connection in
             var conditions: [String] = []
             var binds = PostgresBindings()
@@ -78,30 +78,7 @@ extension PostgresLedger: LedgerInsights {
         }
     }
 
-    public func notifications(transactionID: String, originalTransactionID: String, limit: Int) async throws -> [NotificationEntry] {
-        try await database.read { connection in
-            var entries: [NotificationEntry] = []
-            let rows = try await connection.query(
-                """
-                SELECT notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome,
-                  extract(epoch from received_at)::float8
-                FROM notifications WHERE transaction_id = \(transactionID) OR original_transaction_id = \(originalTransactionID)
-                  OR transaction_id = \(originalTransactionID)
-                ORDER BY received_at DESC, notification_uuid LIMIT \(max(0, limit))
-                """, logger: logger)
-            for try await (uuid, type, subtype, transaction, original, outcome, received) in rows.decode(
-                (String, String, String?, String?, String?, String, Double).self)
-            {
-                entries.append(
-                    NotificationEntry(
-                        uuid: uuid, type: type, subtype: subtype, transactionID: transaction, originalTransactionID: original, outcome: outcome,
-                        receivedAt: Date(timeIntervalSince1970: received)))
-            }
-            return entries
-        }
-    }
-
-    public func pendingProofs(of transactionID: String, limit: Int) async throws -> [PendingProof] {
+    public func pendingProofs(keptUnder transactionID: String, limit: Int) async throws -> [PendingProof] {
         try await database.read { connection in
             try await LedgerRows.decode(
                 PendingProof.self,

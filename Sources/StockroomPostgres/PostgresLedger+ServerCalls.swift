@@ -6,12 +6,6 @@ import StockroomCore
 /// makes them due, leased with SKIP LOCKED so that instances sharing the ledger each send a
 /// different call, settled in one transaction.
 extension PostgresLedger {
-    /// Queues Finish Transaction when `after` just became due under `finishOn` (once per transaction).
-    func queueFinishIfDue(_ connection: PostgresConnection, before: FulfilmentState?, after: Fulfilment, now: Date) async throws {
-        guard let finishOn, finishOn.isDue(before: before, after: after), let environment = after.environment else { return }
-        _ = try await insertOnce(connection, .queued(.finish, after.transactionID, environment: environment, now: now))
-    }
-
     public func queueConsumptionAnswer(_ transactionID: String, environment: StoreEnvironment, requestedBy uuid: String, now: Date) async throws
         -> ConsumptionQueueing
     {
@@ -25,17 +19,6 @@ extension PostgresLedger {
             }
             guard try await insertOnce(connection, call) else { return .alreadyAnswered }
             return consented ? .queued : .skippedNoConsent
-        }
-    }
-
-    public func recordConsent(_ transactionID: String, consented: Bool, now: Date) async throws {
-        try await database.read { connection in
-            try await connection.query(
-                """
-                UPDATE fulfilments SET customer_consented = \(consented), updated_at = \(Timestamp(now))
-                WHERE transaction_id = \(transactionID) AND state IN ('verified', 'delivered', 'acknowledged')
-                """, logger: logger
-            ).drain()
         }
     }
 
@@ -98,26 +81,8 @@ extension PostgresLedger {
         }
     }
 
-    public func storedNotification(_ uuid: String) async throws -> StoredNotification? {
-        try await database.read { connection in
-            guard
-                let row = try await LedgerRows.decode(
-                    LedgerArchive.Notification.self,
-                    try await connection.query(
-                        "SELECT \(unescaped: LedgerRows.json("n", times: ["received_at"])) FROM notifications n WHERE n.notification_uuid = \(uuid)",
-                        logger: logger)
-                ).first
-            else { return nil }
-            return StoredNotification(
-                record: NotificationRecord(
-                    uuid: row.uuid, type: row.type, subtype: row.subtype, transactionID: row.transactionID,
-                    originalTransactionID: row.originalTransactionID, signedPayload: row.signedPayload, source: row.source),
-                outcome: row.outcome, receivedAt: row.receivedAt)
-        }
-    }
-
     /// Inserts `call` unless one of its kind exists for its transaction; true when inserted.
-    private func insertOnce(_ connection: PostgresConnection, _ call: ServerCall) async throws -> Bool {
+    func insertOnce(_ connection: PostgresConnection, _ call: ServerCall) async throws -> Bool {
         try await connection.query(
             """
             INSERT INTO server_calls (kind, transaction_id, environment, status, attempts, due_at, last_error, requested_by, created_at, updated_at)

@@ -87,12 +87,6 @@ public struct PostgresLedger: Ledger {
         }
     }
 
-    public func notificationSeen(_ uuid: String) async throws -> Bool {
-        try await database.read { connection in
-            try await connection.query("SELECT 1 FROM notifications WHERE notification_uuid = \(uuid)", logger: logger).collect().count > 0
-        }
-    }
-
     // MARK: Rows
 
     static func fulfilment(_ transactionID: String, on connection: PostgresConnection, logger: Logger, locking: Bool = false) async throws
@@ -114,7 +108,7 @@ public struct PostgresLedger: Ledger {
     /// The transaction's row and every row of its purchase (restores), locked, as the rules see
     /// them: the same rows `SQLiteLedger` reads.
     static func purchase(transactionID: String, originalTransactionID: String, on connection: PostgresConnection, logger: Logger) async throws
-        -> PurchaseRows
+        -> PurchaseWork
     {
         let rows = try await LedgerRows.decode(
             Fulfilment.self,
@@ -125,6 +119,6 @@ public struct PostgresLedger: Ledger {
                   OR f.transaction_id = \(originalTransactionID)
                 FOR UPDATE
                 """, logger: logger))
-        return PurchaseRows(rows: rows)
+        return PurchaseWork(rows: rows)
     }
 }

@@ -4,6 +4,7 @@ public import Logging
 import NIOPosix
 public import Prometheus
 import StockroomCore
+import StockroomSQLite
 import StockroomHTTP
 import StockroomEntitlement
 import StockroomPostgres

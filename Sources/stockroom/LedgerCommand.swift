@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import GRDB
 import StockroomCore
+import StockroomSQLite
 import StockroomPostgres
 
 /// `stockroom ledger check | backup | export | import`: the ledger's invariants, a live SQLite
@@ -162,12 +163,7 @@ enum LedgerStore {
             archive.fulfilments = try Fulfilment.order(Column("transaction_id")).fetchAll(db)
             archive.attempts = try DownloadAttempt.order(Column("id")).fetchAll(db)
             archive.pendingProofs = try PendingProof.order(Column("id")).fetchAll(db)
-            archive.notifications = try Row.fetchAll(db, sql: "SELECT * FROM notifications ORDER BY notification_uuid").map { row in
-                LedgerArchive.Notification(
-                    uuid: row["notification_uuid"], type: row["notification_type"], subtype: row["subtype"],
-                    transactionID: row["transaction_id"], originalTransactionID: row["original_transaction_id"], outcome: row["outcome"],
-                    receivedAt: row["received_at"], signedPayload: row["signed_payload"], source: row["source"])
-            }
+            archive.notifications = try NotificationRecord.fetchAll(db, sql: "SELECT * FROM notifications ORDER BY notification_uuid")
             archive.serverCalls = try ServerCall.order(Column("id")).fetchAll(db)
             return archive
         }

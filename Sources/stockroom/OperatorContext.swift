@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import StockroomCore
+import StockroomSQLite
 import StockroomEntitlement
 import StockroomPostgres
 import StockroomServer

@@ -4,6 +4,7 @@ import StockroomPostgresTestSupport
 import StockroomTestSupport
 import Testing
 @testable import StockroomCore
+@testable import StockroomSQLite
 
 /// Each ledger's rules and its schema's guards, on both engines (a real SQLite file, a real
 /// PostgreSQL database of its own); then what only SQLite has: its migration, its file mode.

@@ -17,8 +17,7 @@ final class EntitlementWorld {
     }
 
     let control: SimulatorControl
-    let folder: TemporaryFolder
-    let ledger: SQLiteLedger
+    let ledger: any Ledger
     let entitlements: Entitlements
     private var sales: [Sale] = []
     /// The product Apple sold under each transaction ID.
@@ -27,10 +26,9 @@ final class EntitlementWorld {
     private var genuine: [String: String] = [:]
     private var outage = false
 
-    init(control: SimulatorControl, root: Certificate) async throws {
+    init(control: SimulatorControl, root: Certificate, ledger: any Ledger) async throws {
         self.control = control
-        folder = try TemporaryFolder()
-        ledger = SQLiteLedger(database: try AppDatabase(path: folder.path + "/ledger.sqlite"))
+        self.ledger = ledger
         let client = VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: .base(control.baseURL),
             policy: RetryPolicy(maximumAttempts: 2, initialBackoff: .milliseconds(1), maximumBackoff: .milliseconds(2), totalBudget: .seconds(2)))

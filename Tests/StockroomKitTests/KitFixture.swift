@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import StockroomCore
+import StockroomSQLite
 import StockroomKit
 import StockroomTestSupport
 import Testing

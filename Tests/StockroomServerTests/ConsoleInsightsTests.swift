@@ -59,21 +59,21 @@ import Testing
                 cause: .operatorAction, reason: "test", now: day.addingTimeInterval(9 * 3600))
             let insights = try Self.insights(test)
 
-            let first = try await insights.fulfilmentPage(FulfilmentQuery(page: 1, pageSize: 2))
+            let first = try await insights.fulfilmentPage(FulfilmentPageQuery(page: 1, pageSize: 2))
             #expect(first.total == 5)
             #expect(first.rows.map(\.transactionID) == ["t5", "t4"], "newest first")
-            let second = try await insights.fulfilmentPage(FulfilmentQuery(page: 2, pageSize: 2))
+            let second = try await insights.fulfilmentPage(FulfilmentPageQuery(page: 2, pageSize: 2))
             #expect(second.rows.map(\.transactionID) == ["t3", "t2"])
-            let last = try await insights.fulfilmentPage(FulfilmentQuery(page: 3, pageSize: 2))
+            let last = try await insights.fulfilmentPage(FulfilmentPageQuery(page: 3, pageSize: 2))
             #expect(last.rows.map(\.transactionID) == ["t1"])
 
-            #expect(try await insights.fulfilmentPage(FulfilmentQuery(state: .revoked)).rows.map(\.transactionID) == ["t2"])
-            #expect(try await insights.fulfilmentPage(FulfilmentQuery(productID: "com.example.film")).rows.map(\.transactionID) == ["t5"])
-            let window = FulfilmentQuery(from: day.addingTimeInterval(2 * 3600), to: day.addingTimeInterval(4 * 3600))
+            #expect(try await insights.fulfilmentPage(FulfilmentPageQuery(state: .revoked)).rows.map(\.transactionID) == ["t2"])
+            #expect(try await insights.fulfilmentPage(FulfilmentPageQuery(productID: "com.example.film")).rows.map(\.transactionID) == ["t5"])
+            let window = FulfilmentPageQuery(from: day.addingTimeInterval(2 * 3600), to: day.addingTimeInterval(4 * 3600))
             #expect(try await insights.fulfilmentPage(window).rows.map(\.transactionID) == ["t3", "t2"], "from is inclusive, to exclusive")
 
-            let hostile = FulfilmentQuery(page: Int.max, pageSize: Int.max)
-            #expect(hostile.page == FulfilmentQuery.maximumPage && hostile.pageSize == FulfilmentQuery.maximumPageSize)
+            let hostile = FulfilmentPageQuery(page: Int.max, pageSize: Int.max)
+            #expect(hostile.page == FulfilmentPageQuery.maximumPage && hostile.pageSize == FulfilmentPageQuery.maximumPageSize)
             #expect(try await insights.fulfilmentPage(hostile).rows.isEmpty)
         }
     }
@@ -98,9 +98,9 @@ import Testing
             #expect(found.map(\.uuid) == ["n1"], "the purchase's notification, not another's")
             #expect(found.first?.type == "REFUND" && found.first?.outcome == "revoked")
             #expect(abs((found.first?.receivedAt.timeIntervalSince1970 ?? 0) - Self.now.timeIntervalSince1970) < 1)
-            let kept = try await insights.pendingProofs(of: "r1", limit: 10)
+            let kept = try await insights.pendingProofs(keptUnder: "r1", limit: 10)
             #expect(kept.map(\.lastError) == ["upstream down"])
-            #expect(try await insights.pendingProofs(of: "other", limit: 10).isEmpty)
+            #expect(try await insights.pendingProofs(keptUnder: "other", limit: 10).isEmpty)
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import StockroomCore
+import StockroomSQLite
 import StockroomPostgres
 import StockroomPostgresTestSupport
 import StockroomTestSupport

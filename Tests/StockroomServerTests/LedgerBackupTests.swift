@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import StockroomCore
+import StockroomSQLite
 import StockroomTestSupport
 import Synchronization
 import Testing

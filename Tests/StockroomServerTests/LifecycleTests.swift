@@ -200,9 +200,9 @@ import Testing
             let payload = try #require(object?["signedPayload"])
             let uuid = try #require(Self.notificationUUID(of: payload))
             let stored = try #require(try await fixture.ledger.storedNotification(uuid))
-            #expect(stored.record.signedPayload == payload)
-            #expect(stored.record.type == "REFUND_DECLINED")
-            #expect(stored.record.source == "push")
+            #expect(stored.signedPayload == payload)
+            #expect(stored.type == "REFUND_DECLINED")
+            #expect(stored.source == "push")
             #expect(stored.outcome == "refund declined")
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered)
         }

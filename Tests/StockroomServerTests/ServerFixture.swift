@@ -3,6 +3,7 @@ import StockroomTestSupport
 import Hummingbird
 import Logging
 import StockroomCore
+import StockroomSQLite
 import StockroomPostgres
 import StockroomPostgresTestSupport
 @testable import StockroomServer

@@ -4,7 +4,7 @@ import Foundation
 /// purchase's rows, so SQLite, PostgreSQL and the property tests share them.
 public enum EntitlementRules {
     /// A verified proof claims its transaction for `terms`.
-    public static func claim(_ proof: VerifiedProof, terms: ClaimTerms, purchase: inout PurchaseRows, now: Date) throws -> LedgerDecision {
+    public static func claim(_ proof: VerifiedProof, terms: ClaimTerms, purchase: inout PurchaseWork, now: Date) throws -> LedgerDecision {
         let id = proof.transactionID
         if proof.revokedAt != nil {
             _ = try revoke(
@@ -61,7 +61,7 @@ public enum EntitlementRules {
 
     /// During an outage, or within the re-verify interval: the very proof on record, for the
     /// product on record, by the account on record, of an entitled, unexpired, unrevoked purchase.
-    public static func serveRecordedProof(_ request: RecordedProofRequest, purchase: inout PurchaseRows, now: Date) -> Fulfilment? {
+    public static func serveRecordedProof(_ request: RecordedProofRequest, purchase: inout PurchaseWork, now: Date) -> Fulfilment? {
         guard var row = purchase[request.transactionID], row.state.isEntitled, !purchase.isRevoked, !row.isExpired(at: now),
             let digest = row.proofDigest, digest == request.digest, row.productID == request.productID
         else { return nil }
@@ -73,7 +73,7 @@ public enum EntitlementRules {
     }
 
     /// A resume authorised by a download token.
-    public static func resume(_ transactionID: String, purchase: inout PurchaseRows, now: Date) -> LedgerDecision {
+    public static func resume(_ transactionID: String, purchase: inout PurchaseWork, now: Date) -> LedgerDecision {
         guard var row = purchase[transactionID] else { return .refused(.unknownTransaction(transactionID)) }
         if purchase.isRevoked { return .refused(.revoked(transactionID: transactionID)) }
         if row.isExpired(at: now) { return .refused(.expired(transactionID: transactionID)) }
@@ -85,7 +85,7 @@ public enum EntitlementRules {
     }
 
     /// The client confirms it has the whole file.
-    public static func acknowledge(_ transactionID: String, purchase: inout PurchaseRows, now: Date) throws -> LedgerDecision {
+    public static func acknowledge(_ transactionID: String, purchase: inout PurchaseWork, now: Date) throws -> LedgerDecision {
         guard var row = purchase[transactionID] else { return .refused(.unknownTransaction(transactionID)) }
         if purchase.isRevoked { return .refused(.revoked(transactionID: transactionID)) }
         switch row.state {
@@ -112,7 +112,7 @@ public enum EntitlementRules {
 
     /// Revokes every transaction of the purchase for `cause`; returns those newly revoked.
     public static func revoke(
-        _ revoked: RevokedPurchase, cause: RevocationCause, reason: String, purchase: inout PurchaseRows, now: Date
+        _ revoked: RevokedPurchase, cause: RevocationCause, reason: String, purchase: inout PurchaseWork, now: Date
     ) throws -> [Fulfilment] {
         if purchase[revoked.transactionID] == nil, revoked.productID != nil {
             let causes = cause == .operatorAction ? (byOperator: Optional(now), byRefund: Date?.none) : (byOperator: nil, byRefund: now)
@@ -137,7 +137,7 @@ public enum EntitlementRules {
     }
 
     /// Lifts one cause of revocation; a row whose other cause still stands stays revoked.
-    public static func lift(_ cause: RevocationCause, reason: String, purchase: inout PurchaseRows, now: Date) throws -> [Fulfilment] {
+    public static func lift(_ cause: RevocationCause, reason: String, purchase: inout PurchaseWork, now: Date) throws -> [Fulfilment] {
         var lifted: [Fulfilment] = []
         for var row in purchase.all {
             switch cause {
@@ -175,7 +175,7 @@ public enum EntitlementRules {
     // MARK: Helpers
 
     private static func insertRevoked(
-        _ revoked: RevokedPurchase, causes: (byOperator: Date?, byRefund: Date?), reason: String, purchase: inout PurchaseRows, now: Date
+        _ revoked: RevokedPurchase, causes: (byOperator: Date?, byRefund: Date?), reason: String, purchase: inout PurchaseWork, now: Date
     ) {
         var row = newRow(revoked, state: .revoked, now: now)
         row.revokedAt = now

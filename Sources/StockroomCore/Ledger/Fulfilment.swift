@@ -1,13 +1,10 @@
 import Foundation
-import GRDB
 
 /// One App Store transaction the ledger holds an entitlement for, with the proof that verified it.
 ///
 /// Every field that decides what may be downloaded (product, transaction, original transaction,
 /// bundle, environment, expiry) comes from a verified proof, never from a request body.
-public struct Fulfilment: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "fulfilments"
-
+public struct Fulfilment: Sendable, Equatable, Codable {
     public var transactionID: String
     public var originalTransactionID: String
     public var productID: String
@@ -47,7 +44,7 @@ public struct Fulfilment: Sendable, Equatable, Codable, FetchableRecord, Persist
     public var customerConsented: Bool? = nil
 
     /// What kind of proof of purchase is stored.
-    public enum ProofKind: String, Sendable, Codable, DatabaseValueConvertible {
+    public enum ProofKind: String, Sendable, Codable {
         /// An app receipt or an old-style transaction receipt, verified with verifyReceipt.
         case receipt
         /// A StoreKit 2 JWS, verified locally (and with the App Store Server API).
@@ -57,14 +54,6 @@ public struct Fulfilment: Sendable, Equatable, Codable, FetchableRecord, Persist
     /// Whether the entitlement has run out at `now`.
     public func isExpired(at now: Date) -> Bool {
         expiresAt.map { $0 <= now } ?? false
-    }
-
-    public enum Columns {
-        static let transactionID = Column(CodingKeys.transactionID)
-        static let originalTransactionID = Column(CodingKeys.originalTransactionID)
-        static let productID = Column(CodingKeys.productID)
-        static let state = Column(CodingKeys.state)
-        static let updatedAt = Column(CodingKeys.updatedAt)
     }
 
     enum CodingKeys: String, CodingKey {
@@ -83,8 +72,7 @@ public struct Fulfilment: Sendable, Equatable, Codable, FetchableRecord, Persist
 ///
 /// The log keeps the most recent `DownloadAttempt.keptPerTransaction` per transaction; the
 /// fulfilment's counters keep the totals.
-public struct DownloadAttempt: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "download_attempts"
+public struct DownloadAttempt: Sendable, Equatable, Codable {
     /// How many attempts the log keeps per transaction; older ones are dropped.
     public static let keptPerTransaction = 20
 
@@ -96,7 +84,7 @@ public struct DownloadAttempt: Sendable, Equatable, Codable, FetchableRecord, Pe
     public var outcome: Outcome
     public var at: Date
 
-    public enum Outcome: String, Sendable, Codable, DatabaseValueConvertible {
+    public enum Outcome: String, Sendable, Codable {
         /// The whole planned body went out.
         case complete
         /// The client went away (or the stream failed) part way.
@@ -105,9 +93,5 @@ public struct DownloadAttempt: Sendable, Equatable, Codable, FetchableRecord, Pe
 
     enum CodingKeys: String, CodingKey {
         case id, transactionID = "transaction_id", rangeStart = "range_start", rangeEnd = "range_end", bytes, outcome, at
-    }
-
-    public mutating func didInsert(_ inserted: InsertionSuccess) {
-        id = inserted.rowID
     }
 }

@@ -1,10 +1,8 @@
-import GRDB
-
 /// Where a transaction stands, as DESIGN.md's state machine has it.
 ///
 /// pending → verified → delivered → acknowledged, or rejected / revoked. A change not listed in
 /// `allowedNext` is refused in code; the schema's CHECK refuses unknown states.
-public enum FulfilmentState: String, Sendable, Codable, CaseIterable, DatabaseValueConvertible {
+public enum FulfilmentState: String, Sendable, Codable, CaseIterable {
     /// Receipt stored, not verified yet (upstream was unavailable).
     case pending
     /// Entitled, not fully delivered.

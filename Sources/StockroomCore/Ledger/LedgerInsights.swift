@@ -11,11 +11,11 @@ public protocol LedgerInsights: Sendable {
     /// The `limit` products with most fulfilments, with the ledger's totals.
     func productTallies(limit: Int) async throws -> ProductTallies
     /// One page of fulfilments matching `query`, newest first (created, then transaction ID).
-    func fulfilmentPage(_ query: FulfilmentQuery) async throws -> FulfilmentPage
+    func fulfilmentPage(_ query: FulfilmentPageQuery) async throws -> FulfilmentPage
     /// Notifications naming the transaction or its purchase, newest first, at most `limit`.
-    func notifications(transactionID: String, originalTransactionID: String, limit: Int) async throws -> [NotificationEntry]
+    func notifications(transactionID: String, originalTransactionID: String, limit: Int) async throws -> [NotificationRecord]
     /// Pending proofs kept for the transaction, oldest first, at most `limit`.
-    func pendingProofs(of transactionID: String, limit: Int) async throws -> [PendingProof]
+    func pendingProofs(keptUnder transactionID: String, limit: Int) async throws -> [PendingProof]
 }
 
 /// The attempts log of one hour.

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// A proof of purchase kept while the App Store could not be asked: apart from entitlements.
 ///
@@ -8,8 +7,7 @@ import GRDB
 /// verifies each one; a valid one becomes an entitlement from Apple's answer, an invalid one is
 /// marked rejected. At most `PendingProof.perTransaction` proofs (of any status) are kept per
 /// transaction ID, and `PendingProofBounds` caps them per client and in total.
-public struct PendingProof: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "pending_proofs"
+public struct PendingProof: Sendable, Equatable, Codable {
     /// The bound on proofs kept under one transaction ID, whatever their status; past it, new ones are not kept.
     public static let perTransaction = 4
 
@@ -30,20 +28,34 @@ public struct PendingProof: Sendable, Equatable, Codable, FetchableRecord, Persi
     public var updatedAt: Date
 
     /// Where a pending proof stands.
-    public enum Status: String, Sendable, Codable, DatabaseValueConvertible, CaseIterable {
+    public enum Status: String, Sendable, Codable, CaseIterable {
         /// Waiting for the App Store.
         case pending
         /// The App Store refused it.
         case rejected
     }
 
+    public init(
+        id: Int64?, transactionID: String, proofDigest: String, proofKind: Fulfilment.ProofKind, proof: String, requestedProductID: String,
+        appAccountToken: String?, client: String?, status: Status, lastError: String?, createdAt: Date, updatedAt: Date
+    ) {
+        self.id = id
+        self.transactionID = transactionID
+        self.proofDigest = proofDigest
+        self.proofKind = proofKind
+        self.proof = proof
+        self.requestedProductID = requestedProductID
+        self.appAccountToken = appAccountToken
+        self.client = client
+        self.status = status
+        self.lastError = lastError
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+
     enum CodingKeys: String, CodingKey {
         case id, transactionID = "transaction_id", proofDigest = "proof_digest", proofKind = "proof_kind", proof
         case requestedProductID = "requested_product_id", appAccountToken = "app_account_token", client, status
         case lastError = "last_error", createdAt = "created_at", updatedAt = "updated_at"
-    }
-
-    public mutating func didInsert(_ inserted: InsertionSuccess) {
-        id = inserted.rowID
     }
 }

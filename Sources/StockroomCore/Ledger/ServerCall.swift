@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 
 /// A call Stockroom owes the App Store Server API, kept in the ledger until it is made:
 /// Finish Transaction once the app has its content, and one consumption answer per refund
@@ -8,9 +7,7 @@ import GRDB
 ///
 /// One row per (kind, transaction): a transaction is finished once and answered once, however
 /// often Apple asks (it re-sends CONSUMPTION_REQUEST with new UUIDs until it hears back).
-public struct ServerCall: Sendable, Equatable, Codable, FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "server_calls"
-
+public struct ServerCall: Sendable, Equatable, Codable {
     public var id: Int64?
     public var kind: Kind
     public var transactionID: String
@@ -33,7 +30,7 @@ public struct ServerCall: Sendable, Equatable, Codable, FetchableRecord, Persist
     public var sentAt: Date?
 
     /// What the call does.
-    public enum Kind: String, Sendable, Codable, CaseIterable, DatabaseValueConvertible {
+    public enum Kind: String, Sendable, Codable, CaseIterable {
         /// `POST /inApps/v1/transactions/{transactionId}/finish`.
         case finish
         /// `PUT /inApps/v2/transactions/consumption/{transactionId}`.
@@ -41,7 +38,7 @@ public struct ServerCall: Sendable, Equatable, Codable, FetchableRecord, Persist
     }
 
     /// Where a call stands.
-    public enum Status: String, Sendable, Codable, CaseIterable, DatabaseValueConvertible {
+    public enum Status: String, Sendable, Codable, CaseIterable {
         /// Waiting to be sent (or re-sent after a transient failure).
         case queued
         /// Apple accepted it.
@@ -56,10 +53,6 @@ public struct ServerCall: Sendable, Equatable, Codable, FetchableRecord, Persist
         case id, kind, transactionID = "transaction_id", environment, status, attempts, dueAt = "due_at"
         case leasedUntil = "leased_until", lastError = "last_error", body, requestedBy = "requested_by"
         case createdAt = "created_at", updatedAt = "updated_at", sentAt = "sent_at"
-    }
-
-    public mutating func didInsert(_ inserted: InsertionSuccess) {
-        id = inserted.rowID
     }
 
     /// A new queued call, due now.
@@ -114,4 +107,27 @@ public enum ConsumptionQueueing: Sendable, Equatable {
     case alreadyAnswered
     /// No consent from the customer is on record: no call is made, and that is recorded.
     case skippedNoConsent
+}
+
+extension ServerCall {
+    /// The call after `result`: the one place a call's status changes, for both ledgers.
+    public mutating func apply(_ result: ServerCallResult, now: Date) {
+        leasedUntil = nil
+        updatedAt = now
+        switch result {
+        case .sent(let body):
+            status = .sent
+            sentAt = now
+            lastError = nil
+            self.body = body
+        case .retry(let error, let retryAt):
+            attempts += 1
+            lastError = error
+            dueAt = retryAt
+        case .refused(let error):
+            attempts += 1
+            status = .refused
+            lastError = error
+        }
+    }
 }

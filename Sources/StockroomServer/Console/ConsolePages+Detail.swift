@@ -9,7 +9,7 @@ extension ConsolePages {
         guard let row = try await ledger.fulfilment(transactionID) else { throw ConsoleError.unknownTransaction(transactionID) }
         let attempts = try await ledger.attempts(of: transactionID)
         let notifications = try await insights.notifications(transactionID: transactionID, originalTransactionID: row.originalTransactionID, limit: 50)
-        let pending = try await insights.pendingProofs(of: transactionID, limit: PendingProof.perTransaction * 2)
+        let pending = try await insights.pendingProofs(keptUnder: transactionID, limit: PendingProof.perTransaction * 2)
         let calls = try await ledger.serverCalls(ServerCallFilter(transactionID: transactionID, limit: 10))
         let id = HTML.escape(row.transactionID)
 

@@ -24,12 +24,12 @@ extension ConsolePages {
         let to = try Self.day(toText, name: "to").map { toText.utf8.count == 10 ? $0.addingTimeInterval(86_400) : $0 }
         var page = 1
         if let text = parameters.get("page"), !text.isEmpty {
-            guard let value = Int(text), (1...FulfilmentQuery.maximumPage).contains(value) else {
-                throw ConsoleError.badRequest("page must be a whole number from 1 to \(FulfilmentQuery.maximumPage).")
+            guard let value = Int(text), (1...FulfilmentPageQuery.maximumPage).contains(value) else {
+                throw ConsoleError.badRequest("page must be a whole number from 1 to \(FulfilmentPageQuery.maximumPage).")
             }
             page = value
         }
-        let query = FulfilmentQuery(state: state, productID: product.isEmpty ? nil : product, from: from, to: to, page: page, pageSize: Self.pageSize)
+        let query = FulfilmentPageQuery(state: state, productID: product.isEmpty ? nil : product, from: from, to: to, page: page, pageSize: Self.pageSize)
         let result = try await insights.fulfilmentPage(query)
 
         let filters: [(String, String?)] = [("state", stateText), ("product", product), ("from", fromText), ("to", toText)]
@@ -56,7 +56,7 @@ extension ConsolePages {
         if result.rows.isEmpty { body += "<tr><td colspan=\"7\" class=\"muted\">No fulfilments match.</td></tr>\n" }
         body += "</table>\n<p class=\"paging\">"
         if page > 1 { body += "<a rel=\"prev\" href=\"/console/fulfilments\(HTML.query(filters + [("page", String(page - 1))]))\">← newer</a> " }
-        if page < pages, page < FulfilmentQuery.maximumPage {
+        if page < pages, page < FulfilmentPageQuery.maximumPage {
             body += "<a rel=\"next\" href=\"/console/fulfilments\(HTML.query(filters + [("page", String(page + 1))]))\">older →</a>"
         }
         body += "</p>\n"

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import StockroomCore
+import StockroomSQLite
 import StockroomPostgres
 
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import PostgresNIO
 import StockroomCore
+import StockroomSQLite
 import StockroomPostgres
 import StockroomTestSupport
 

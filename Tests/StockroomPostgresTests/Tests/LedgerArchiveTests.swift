@@ -43,7 +43,7 @@ import Testing
                 #expect(copy.matches(archive))
                 #expect(try copy.jsonLines() == lines, "microseconds survive PostgreSQL to PostgreSQL")
                 #expect(try await target.notificationSeen("n-1"))
-                #expect(try await target.storedNotification("n-1")?.record.signedPayload == "a.b.c")
+                #expect(try await target.storedNotification("n-1")?.signedPayload == "a.b.c")
                 #expect(try await target.serverCalls(ServerCallFilter()).map(\.requestedBy) == ["n-2"])
                 #expect(try await target.fulfilment("7")?.state == .revoked)
                 let error = await #expect(throws: LedgerArchive.Malformed.self) { try await target.restore(archive) }
@@ -53,7 +53,7 @@ import Testing
     }
 
     @Test func aBrokenInvariantIsNamedOnItsRow() throws {
-        let notification = LedgerArchive.Notification(
+        let notification = NotificationRecord(
             uuid: "n", type: "REFUND", subtype: nil, transactionID: nil, originalTransactionID: nil, outcome: "x", receivedAt: Self.now)
         var archive = LedgerArchive()
         archive.notifications = [notification, notification]

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Which fulfilments a console page lists: filters, and a bounded page.
-public struct FulfilmentQuery: Sendable, Equatable {
+public struct FulfilmentPageQuery: Sendable, Equatable {
     /// The largest page the ledger returns.
     public static let maximumPageSize = 100
     /// The last page that may be asked for: deeper pages are a filter's job.
@@ -45,33 +45,5 @@ public struct FulfilmentPage: Sendable, Equatable {
     public init(rows: [Fulfilment], total: Int) {
         self.rows = rows
         self.total = total
-    }
-}
-
-/// An App Store Server Notification on record: Apple's `notificationUUID`, `notificationType` and
-/// `subtype`, and what the server did with it.
-/// https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload
-public struct NotificationEntry: Sendable, Equatable {
-    /// https://developer.apple.com/documentation/appstoreservernotifications/notificationuuid
-    public var uuid: String
-    public var type: String
-    public var subtype: String?
-    public var transactionID: String?
-    public var originalTransactionID: String?
-    /// What the server did with it.
-    public var outcome: String
-    public var receivedAt: Date
-
-    /// A notification as the ledger recorded it.
-    public init(
-        uuid: String, type: String, subtype: String?, transactionID: String?, originalTransactionID: String?, outcome: String, receivedAt: Date
-    ) {
-        self.uuid = uuid
-        self.type = type
-        self.subtype = subtype
-        self.transactionID = transactionID
-        self.originalTransactionID = originalTransactionID
-        self.outcome = outcome
-        self.receivedAt = receivedAt
     }
 }

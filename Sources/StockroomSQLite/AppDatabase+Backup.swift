@@ -1,4 +1,5 @@
 import Foundation
+import StockroomCore
 import GRDB
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import StockroomCore
 import GRDB
 
 extension AppDatabase {

@@ -1,15 +1,10 @@
 import Foundation
+import StockroomCore
 import GRDB
 
 /// The calls owed to the App Store Server API, on SQLite: queued in the write that makes them
 /// due, leased to one sender at a time, settled in one write.
 extension SQLiteLedger {
-    /// Queues Finish Transaction when `after` just became due under `finishOn` (once per transaction).
-    func queueFinishIfDue(_ db: Database, before: FulfilmentState?, after: Fulfilment, now: Date) throws {
-        guard let finishOn, finishOn.isDue(before: before, after: after), let environment = after.environment else { return }
-        try Self.insertOnce(db, .queued(.finish, after.transactionID, environment: environment, now: now))
-    }
-
     public func queueConsumptionAnswer(_ transactionID: String, environment: StoreEnvironment, requestedBy uuid: String, now: Date) async throws
         -> ConsumptionQueueing
     {
@@ -23,14 +18,6 @@ extension SQLiteLedger {
             }
             guard try Self.insertOnce(db, call) else { return .alreadyAnswered }
             return consented ? .queued : .skippedNoConsent
-        }
-    }
-
-    public func recordConsent(_ transactionID: String, consented: Bool, now: Date) async throws {
-        try await database.writer.write { db in
-            try db.execute(
-                sql: "UPDATE fulfilments SET customer_consented = ?, updated_at = ? WHERE transaction_id = ? AND state IN ('verified', 'delivered', 'acknowledged')",
-                arguments: [consented, now, transactionID])
         }
     }
 
@@ -78,22 +65,9 @@ extension SQLiteLedger {
         }
     }
 
-    public func storedNotification(_ uuid: String) async throws -> StoredNotification? {
-        try await database.writer.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM notifications WHERE notification_uuid = ?", arguments: [uuid]) else {
-                return nil
-            }
-            return StoredNotification(
-                record: NotificationRecord(
-                    uuid: row["notification_uuid"], type: row["notification_type"], subtype: row["subtype"], transactionID: row["transaction_id"],
-                    originalTransactionID: row["original_transaction_id"], signedPayload: row["signed_payload"], source: row["source"]),
-                outcome: row["outcome"], receivedAt: row["received_at"])
-        }
-    }
-
     /// Inserts `call` unless one of its kind exists for its transaction; true when inserted.
     @discardableResult
-    private static func insertOnce(_ db: Database, _ call: ServerCall) throws -> Bool {
+    static func insertOnce(_ db: Database, _ call: ServerCall) throws -> Bool {
         try db.execute(
             sql: """
                 INSERT INTO server_calls (kind, transaction_id, environment, status, attempts, due_at, last_error, requested_by, created_at, updated_at)
@@ -104,28 +78,5 @@ extension SQLiteLedger {
                 call.requestedBy, call.createdAt, call.updatedAt,
             ])
         return db.changesCount == 1
-    }
-}
-
-extension ServerCall {
-    /// The call after `result`: the one place a call's status changes, for both ledgers.
-    public mutating func apply(_ result: ServerCallResult, now: Date) {
-        leasedUntil = nil
-        updatedAt = now
-        switch result {
-        case .sent(let body):
-            status = .sent
-            sentAt = now
-            lastError = nil
-            self.body = body
-        case .retry(let error, let retryAt):
-            attempts += 1
-            lastError = error
-            dueAt = retryAt
-        case .refused(let error):
-            attempts += 1
-            status = .refused
-            lastError = error
-        }
     }
 }

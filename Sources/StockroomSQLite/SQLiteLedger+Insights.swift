@@ -1,4 +1,5 @@
 import Foundation
+import StockroomCore
 import GRDB
 
 /// The console's reads on SQLite: plain SELECTs on the reader pool, never the writer.
@@ -35,38 +36,21 @@ extension SQLiteLedger: LedgerInsights {
         }
     }
 
-    public func fulfilmentPage(_ query: FulfilmentQuery) async throws -> FulfilmentPage {
+    public func fulfilmentPage(_ query: FulfilmentPageQuery) async throws -> FulfilmentPage {
         try await database.writer.read { db in
             var request = Fulfilment.all()
-            if let state = query.state { request = request.filter(Fulfilment.Columns.state == state.rawValue) }
-            if let product = query.productID { request = request.filter(Fulfilment.Columns.productID == product) }
+            if let state = query.state { request = request.filter(FulfilmentColumn.state == state.rawValue) }
+            if let product = query.productID { request = request.filter(FulfilmentColumn.productID == product) }
             if let from = query.from { request = request.filter(Column("created_at") >= from) }
             if let to = query.to { request = request.filter(Column("created_at") < to) }
             let total = try request.fetchCount(db)
-            let rows = try request.order(Column("created_at").desc, Fulfilment.Columns.transactionID.desc)
+            let rows = try request.order(Column("created_at").desc, FulfilmentColumn.transactionID.desc)
                 .limit(query.pageSize, offset: query.offset).fetchAll(db)
             return FulfilmentPage(rows: rows, total: total)
         }
     }
 
-    public func notifications(transactionID: String, originalTransactionID: String, limit: Int) async throws -> [NotificationEntry] {
-        try await database.writer.read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at
-                    FROM notifications WHERE transaction_id = ? OR original_transaction_id = ? OR transaction_id = ?
-                    ORDER BY received_at DESC, notification_uuid LIMIT ?
-                    """, arguments: [transactionID, originalTransactionID, originalTransactionID, max(0, limit)]
-            ).map { row in
-                NotificationEntry(
-                    uuid: row["notification_uuid"], type: row["notification_type"], subtype: row["subtype"], transactionID: row["transaction_id"],
-                    originalTransactionID: row["original_transaction_id"], outcome: row["outcome"], receivedAt: row["received_at"])
-            }
-        }
-    }
-
-    public func pendingProofs(of transactionID: String, limit: Int) async throws -> [PendingProof] {
+    public func pendingProofs(keptUnder transactionID: String, limit: Int) async throws -> [PendingProof] {
         try await database.writer.read { db in
             try PendingProof.filter(Column("transaction_id") == transactionID).order(Column("id")).limit(max(0, limit)).fetchAll(db)
         }

@@ -1,5 +1,6 @@
 public import GRDB
 import Foundation
+import StockroomCore
 
 /// The owner of the ledger database: its connection pool and its migrations.
 ///
