@@ -3,13 +3,22 @@ import NIOPosix
 import StockroomCore
 
 /// Verified downloads per second: COUNT distinct purchases (so every request is a first-time
-/// verification upstream), posted by CONCURRENCY clients through libcurl.
+/// verification), posted by CONCURRENCY clients through libcurl.
 struct DownloadBench {
+    /// What each download request carries.
+    enum Proof: String {
+        /// The app receipt: verified upstream (verifyReceipt).
+        case receipt
+        /// The StoreKit 2 signed transaction: verified in process (its chain, then its signature).
+        case jws
+    }
+
     let serverURL: String
     let simulatorURL: String
     let productID: String
     let count: Int
     let concurrency: Int
+    let proof: Proof
 
     func run() async throws {
         let concurrency = self.concurrency
@@ -24,9 +33,13 @@ struct DownloadBench {
             guard let purchase = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] else {
                 throw BenchError("the simulator did not sell: HTTP \(response.status)")
             }
-            let body = try JSONSerialization.data(withJSONObject: [
-                "productId": productID, "transactionId": purchase["transactionId"] as? String ?? "", "receiptData": purchase["receiptData"] as? String ?? "",
-            ])
+            let transactionID = purchase["transactionId"] as? String ?? ""
+            let fields: [String: String] =
+                switch proof {
+                case .receipt: ["productId": productID, "transactionId": transactionID, "receiptData": purchase["receiptData"] as? String ?? ""]
+                case .jws: ["productId": productID, "signedTransaction": purchase["signedTransaction"] as? String ?? ""]
+                }
+            let body = try JSONSerialization.data(withJSONObject: fields)
             bodies.append(Array(body))
         }
         let requests = bodies
@@ -53,7 +66,7 @@ struct DownloadBench {
         let calls = try await upstreamCalls(client) - callsBefore
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         print(
-            "\(count) verified downloads of \(productID), \(concurrency) clients: \(Int(Double(count) / seconds))/s, "
+            "\(count) verified downloads of \(productID) (\(proof.rawValue)), \(concurrency) clients: \(Int(Double(count) / seconds))/s, "
                 + "p50 \(milliseconds(samples[count / 2])) ms, p99 \(milliseconds(samples[min(count - 1, count * 99 / 100)])) ms, "
                 + "upstream calls per download \(String(format: "%.2f", Double(calls) / Double(count)))")
         try await pool.shutdownGracefully()
