@@ -15,6 +15,12 @@ public struct LedgerArchive: Sendable, Equatable {
 
     public init() {}
 
+    /// The statements that write every row, IDs included, in an order that keeps references whole.
+    public var insertions: [LedgerStatement] {
+        fulfilments.map { .insert($0) } + attempts.map { .insert($0) } + pendingProofs.map { .insert($0) } + notifications.map { .insert($0) }
+            + serverCalls.map { .insert($0) }
+    }
+
     /// Rows per table, in the order the file holds them.
     public var counts: KeyValuePairs<String, Int> {
         [

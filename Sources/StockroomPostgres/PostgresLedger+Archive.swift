@@ -35,39 +35,7 @@ extension PostgresLedger {
                 let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT 1 FROM \(table) LIMIT 1"), logger: logger).collect()
                 guard rows.isEmpty else { throw LedgerArchive.Malformed(description: "the target ledger is not empty: \(table) has rows") }
             }
-            for row in archive.fulfilments { try await connection.query(LedgerRows.insert(row), logger: logger).drain() }
-            for attempt in archive.attempts {
-                try await connection.query(
-                    """
-                    INSERT INTO download_attempts (id, transaction_id, range_start, range_end, bytes, outcome, at)
-                    VALUES (\(attempt.id), \(attempt.transactionID), \(attempt.rangeStart), \(attempt.rangeEnd), \(attempt.bytes),
-                      \(attempt.outcome.rawValue), \(Timestamp(attempt.at)))
-                    """, logger: logger
-                ).drain()
-            }
-            for proof in archive.pendingProofs {
-                try await connection.query(
-                    """
-                    INSERT INTO pending_proofs (id, transaction_id, proof_digest, proof_kind, proof, requested_product_id, app_account_token,
-                      client, status, last_error, created_at, updated_at)
-                    VALUES (\(proof.id), \(proof.transactionID), \(proof.proofDigest), \(proof.proofKind.rawValue), \(proof.proof),
-                      \(proof.requestedProductID), \(proof.appAccountToken), \(proof.client), \(proof.status.rawValue), \(proof.lastError), \(Timestamp(proof.createdAt)),
-                      \(Timestamp(proof.updatedAt)))
-                    """, logger: logger
-                ).drain()
-            }
-            for notification in archive.notifications {
-                try await connection.query(
-                    """
-                    INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at,
-                      signed_payload, source)
-                    VALUES (\(notification.uuid), \(notification.type), \(notification.subtype), \(notification.transactionID),
-                      \(notification.originalTransactionID), \(notification.outcome), \(Timestamp(notification.receivedAt)), \(notification.signedPayload),
-                      \(notification.source))
-                    """, logger: logger
-                ).drain()
-            }
-            for call in archive.serverCalls { try await connection.query(LedgerRows.insert(call), logger: logger).drain() }
+            for statement in archive.insertions { try await execute(statement, on: connection) }
             for table in ["download_attempts", "pending_proofs", "server_calls"] {
                 try await connection.query(
                     PostgresQuery(

@@ -36,29 +36,33 @@ extension PostgresLedger {
 
     /// Writes what a decision wrote.
     private func apply(_ writes: LedgerWrites, on connection: PostgresConnection) async throws {
-        for row in writes.insertedRows { try await connection.query(LedgerRows.insert(row), logger: logger).drain() }
-        for row in writes.changedRows { try await connection.query(LedgerRows.update(row), logger: logger).drain() }
-        for attempt in writes.attempts {
-            let transactionID = attempt.transactionID
-            try await connection.query(
-                """
-                INSERT INTO download_attempts (transaction_id, range_start, range_end, bytes, outcome, at)
-                VALUES (\(transactionID), \(attempt.rangeStart), \(attempt.rangeEnd), \(attempt.bytes), \(attempt.outcome.rawValue), \(Timestamp(attempt.at)))
-                """, logger: logger
-            ).drain()
-            // Coalesce the log: the newest attempts stay, the counters keep the totals.
-            try await connection.query(
-                """
-                DELETE FROM download_attempts WHERE transaction_id = \(transactionID) AND id NOT IN
-                  (SELECT id FROM download_attempts WHERE transaction_id = \(transactionID) ORDER BY id DESC LIMIT \(DownloadAttempt.keptPerTransaction))
-                """, logger: logger
-            ).drain()
+        for statement in writes.statements { try await execute(statement, on: connection) }
+    }
+
+    public func execute(_ statement: LedgerStatement) async throws -> Int {
+        try await database.transaction { connection in try await execute(statement, on: connection) }
+    }
+
+    /// Runs one of the ledger's shared statements; returns how many rows it returned (`RETURNING`).
+    @discardableResult
+    func execute(_ statement: LedgerStatement, on connection: PostgresConnection) async throws -> Int {
+        try await connection.query(statement.postgres, logger: logger).collect().count
+    }
+}
+
+extension LedgerStatement {
+    /// The statement with PostgreSQL's parameters (`$1` for `?1`) and its values bound.
+    var postgres: PostgresQuery {
+        var binds = PostgresBindings(capacity: arguments.count)
+        for argument in arguments {
+            switch argument {
+            case .null: binds.appendNull()
+            case .text(let text): binds.append(text)
+            case .integer(let integer): binds.append(integer)
+            case .bool(let bool): binds.append(bool)
+            case .time(let date): binds.append(Timestamp(date))
+            }
         }
-        for proof in writes.settledPendingProofs {
-            try await connection.query(
-                "DELETE FROM pending_proofs WHERE transaction_id = \(proof.transactionID) AND proof_digest = \(proof.digest)", logger: logger
-            ).drain()
-        }
-        for call in writes.serverCalls { _ = try await insertOnce(connection, call) }
+        return PostgresQuery(unsafeSQL: sql.replacing(/\?(\d+)/) { "$" + $0.output.1 }, binds: binds)
     }
 }

@@ -10,20 +10,6 @@ extension PostgresLedger {
         }
     }
 
-    public func recordNotification(_ notification: NotificationRecord, outcome: String, now: Date) async throws -> Bool {
-        try await database.read { connection in
-            try await connection.query(
-                """
-                INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome, received_at,
-                  signed_payload, source)
-                VALUES (\(notification.uuid), \(notification.type), \(notification.subtype), \(notification.transactionID),
-                  \(notification.originalTransactionID), \(outcome), \(Timestamp(now)), \(notification.signedPayload), \(notification.source))
-                ON CONFLICT (notification_uuid) DO NOTHING RETURNING 1
-                """, logger: logger
-            ).collect().count == 1
-        }
-    }
-
     public func storedNotification(_ uuid: String) async throws -> NotificationRecord? {
         try await notificationRows("WHERE n.notification_uuid = \(uuid)").first
     }

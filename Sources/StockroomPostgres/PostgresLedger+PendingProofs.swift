@@ -10,13 +10,7 @@ extension PostgresLedger {
             // The bounds count every kept proof (per transaction, per client, in all): keeps run one at a time.
             try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended('pending_proofs', 0))", logger: logger).drain()
             try await Self.purgeRejected(connection, before: bounds.purgeCutoff(now: now), limit: PendingProofBounds.purgeBatch, logger: logger)
-            let updated = try await connection.query(
-                """
-                UPDATE pending_proofs SET last_error = \(draft.error), updated_at = \(Timestamp(now))
-                WHERE transaction_id = \(draft.transactionID) AND proof_digest = \(draft.digest) RETURNING 1
-                """, logger: logger
-            ).collect().count
-            if updated > 0 { return .refreshed }
+            if try await execute(.refresh(draft, now: now), on: connection) > 0 { return .refreshed }
             func count(_ query: PostgresQuery) async throws -> Int {
                 Int(try await connection.query(query, logger: logger).decode(Int64.self).reduce(0, +))
             }
@@ -27,14 +21,7 @@ extension PostgresLedger {
                 client: client, total: try await count("SELECT count(*) FROM pending_proofs"))
             let verdict = bounds.admit(draft, kept: kept)
             guard verdict == .kept else { return verdict }
-            try await connection.query(
-                """
-                INSERT INTO pending_proofs (transaction_id, proof_digest, proof_kind, proof, requested_product_id, app_account_token,
-                  client, status, last_error, created_at, updated_at)
-                VALUES (\(draft.transactionID), \(draft.digest), \(draft.kind.rawValue), \(draft.proof), \(draft.requestedProductID),
-                  \(draft.appAccountToken), \(draft.client), 'pending', \(draft.error), \(Timestamp(now)), \(Timestamp(now)))
-                """, logger: logger
-            ).drain()
+            try await execute(.insert(PendingProof(draft, now: now)), on: connection)
             return .kept
         }
     }
@@ -72,22 +59,6 @@ extension PostgresLedger {
                     RETURNING \(unescaped: LedgerRows.pendingProof)
                     """, logger: logger))
             return leased.sorted { ($0.id ?? 0) < ($1.id ?? 0) }
-        }
-    }
-
-    public func rejectPendingProof(id: Int64, reason: String, now: Date) async throws {
-        try await database.read { connection in
-            try await connection.query(
-                "UPDATE pending_proofs SET status = 'rejected', last_error = \(reason), updated_at = \(Timestamp(now)), leased_until = NULL WHERE id = \(id)", logger: logger
-            ).drain()
-        }
-    }
-
-    public func notePendingProof(id: Int64, error: String, now: Date) async throws {
-        try await database.read { connection in
-            try await connection.query(
-                "UPDATE pending_proofs SET last_error = \(error), updated_at = \(Timestamp(now)), leased_until = NULL WHERE id = \(id)", logger: logger
-            ).drain()
         }
     }
 }

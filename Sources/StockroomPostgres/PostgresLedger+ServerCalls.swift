@@ -11,14 +11,9 @@ extension PostgresLedger {
     {
         try await database.transaction { connection in
             let row = try await Self.fulfilment(transactionID, on: connection, logger: logger)
-            var call = ServerCall.queued(.consumption, transactionID, environment: row?.environment ?? environment, requestedBy: uuid, now: now)
-            let consented = row?.customerConsented == true
-            if !consented {
-                call.status = .skipped
-                call.lastError = "no customer consent on record: nothing is sent to Apple"
-            }
-            guard try await insertOnce(connection, call) else { return .alreadyAnswered }
-            return consented ? .queued : .skippedNoConsent
+            let call = ServerCall.consumptionAnswer(transactionID, row: row, environment: environment, requestedBy: uuid, now: now)
+            guard try await execute(.queue(call), on: connection) == 1 else { return .alreadyAnswered }
+            return call.status == .queued ? .queued : .skippedNoConsent
         }
     }
 
@@ -41,28 +36,12 @@ extension PostgresLedger {
     public func completeServerCall(_ id: Int64, _ result: ServerCallResult, now: Date) async throws {
         try await database.transaction { connection in
             guard
-                var call = try await LedgerRows.decode(
+                let call = try await LedgerRows.decode(
                     ServerCall.self,
                     try await connection.query("SELECT \(unescaped: LedgerRows.serverCall) FROM server_calls c WHERE c.id = \(id) FOR UPDATE", logger: logger)
                 ).first, call.status == .queued
             else { return }
-            call.apply(result, now: now)
-            try await connection.query(
-                """
-                UPDATE server_calls SET status = \(call.status.rawValue), attempts = \(call.attempts), due_at = \(Timestamp(call.dueAt)),
-                  leased_until = NULL, last_error = \(call.lastError), body = \(call.body), updated_at = \(Timestamp(now)),
-                  sent_at = \(call.sentAt.map(Timestamp.init))
-                WHERE id = \(id)
-                """, logger: logger
-            ).drain()
-            if call.kind == .finish, call.status == .sent {
-                try await connection.query(
-                    """
-                    UPDATE fulfilments SET finished_at = COALESCE(finished_at, \(Timestamp(now))), updated_at = \(Timestamp(now))
-                    WHERE transaction_id = \(call.transactionID)
-                    """, logger: logger
-                ).drain()
-            }
+            for statement in call.settlement(result, now: now) { try await execute(statement, on: connection) }
         }
     }
 
@@ -79,17 +58,5 @@ extension PostgresLedger {
                     ORDER BY c.id DESC LIMIT \(max(0, filter.limit))
                     """, logger: logger))
         }
-    }
-
-    /// Inserts `call` unless one of its kind exists for its transaction; true when inserted.
-    func insertOnce(_ connection: PostgresConnection, _ call: ServerCall) async throws -> Bool {
-        try await connection.query(
-            """
-            INSERT INTO server_calls (kind, transaction_id, environment, status, attempts, due_at, last_error, requested_by, created_at, updated_at)
-            VALUES (\(call.kind.rawValue), \(call.transactionID), \(call.environment.rawValue), \(call.status.rawValue), 0, \(Timestamp(call.dueAt)),
-              \(call.lastError), \(call.requestedBy), \(Timestamp(call.createdAt)), \(Timestamp(call.updatedAt)))
-            ON CONFLICT (kind, transaction_id) DO NOTHING RETURNING 1
-            """, logger: logger
-        ).collect().count == 1
     }
 }

@@ -52,3 +52,31 @@ extension DownloadAttempt.Outcome: DatabaseValueConvertible {}
 extension PendingProof.Status: DatabaseValueConvertible {}
 extension ServerCall.Kind: DatabaseValueConvertible {}
 extension ServerCall.Status: DatabaseValueConvertible {}
+
+extension SQLiteLedger {
+    /// Runs one of the ledger's shared statements; returns how many rows it returned (`RETURNING`)
+    /// or else changed. Statements are prepared once per connection and kept.
+    @discardableResult
+    public static func execute(_ statement: LedgerStatement, _ db: Database) throws -> Int {
+        let prepared = try db.cachedStatement(sql: statement.sql)
+        try prepared.setArguments(StatementArguments(statement.arguments.map(\.databaseValue)))
+        guard statement.sql.contains("RETURNING") else {
+            try prepared.execute()
+            return db.changesCount
+        }
+        return try Row.fetchAll(prepared).count
+    }
+}
+
+extension LedgerValue {
+    /// The value as SQLite stores it: times in GRDB's text form, as its records store them.
+    var databaseValue: DatabaseValue {
+        switch self {
+        case .null: .null
+        case .text(let text): text.databaseValue
+        case .integer(let integer): integer.databaseValue
+        case .bool(let bool): bool.databaseValue
+        case .time(let date): date.databaseValue
+        }
+    }
+}

@@ -9,15 +9,9 @@ extension SQLiteLedger {
         -> ConsumptionQueueing
     {
         try await database.writer.write { db in
-            let row = try Fulfilment.fetchOne(db, key: transactionID)
-            var call = ServerCall.queued(.consumption, transactionID, environment: row?.environment ?? environment, requestedBy: uuid, now: now)
-            let consented = row?.customerConsented == true
-            if !consented {
-                call.status = .skipped
-                call.lastError = "no customer consent on record: nothing is sent to Apple"
-            }
-            guard try Self.insertOnce(db, call) else { return .alreadyAnswered }
-            return consented ? .queued : .skippedNoConsent
+            let call = ServerCall.consumptionAnswer(transactionID, row: try Self.row(db, transactionID), environment: environment, requestedBy: uuid, now: now)
+            guard try Self.execute(.queue(call), db) == 1 else { return .alreadyAnswered }
+            return call.status == .queued ? .queued : .skippedNoConsent
         }
     }
 
@@ -44,14 +38,8 @@ extension SQLiteLedger {
 
     public func completeServerCall(_ id: Int64, _ result: ServerCallResult, now: Date) async throws {
         try await database.writer.write { db in
-            guard var call = try ServerCall.fetchOne(db, key: id), call.status == .queued else { return }
-            call.apply(result, now: now)
-            try call.update(db)
-            if call.kind == .finish, call.status == .sent {
-                try db.execute(
-                    sql: "UPDATE fulfilments SET finished_at = COALESCE(finished_at, ?), updated_at = ? WHERE transaction_id = ?",
-                    arguments: [now, now, call.transactionID])
-            }
+            guard let call = try ServerCall.fetchOne(db, key: id), call.status == .queued else { return }
+            for statement in call.settlement(result, now: now) { try Self.execute(statement, db) }
         }
     }
 
@@ -63,20 +51,5 @@ extension SQLiteLedger {
             if let transactionID = filter.transactionID { request = request.filter(Column("transaction_id") == transactionID) }
             return try request.order(Column("id").desc).limit(max(0, filter.limit)).fetchAll(db)
         }
-    }
-
-    /// Inserts `call` unless one of its kind exists for its transaction; true when inserted.
-    @discardableResult
-    static func insertOnce(_ db: Database, _ call: ServerCall) throws -> Bool {
-        try db.execute(
-            sql: """
-                INSERT INTO server_calls (kind, transaction_id, environment, status, attempts, due_at, last_error, requested_by, created_at, updated_at)
-                VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?) ON CONFLICT (kind, transaction_id) DO NOTHING
-                """,
-            arguments: [
-                call.kind.rawValue, call.transactionID, call.environment.rawValue, call.status.rawValue, call.dueAt, call.lastError,
-                call.requestedBy, call.createdAt, call.updatedAt,
-            ])
-        return db.changesCount == 1
     }
 }

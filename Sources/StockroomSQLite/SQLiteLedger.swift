@@ -5,7 +5,7 @@ import GRDB
 /// The `Ledger` on SQLite, through GRDB: each decision is one write transaction (SQLite's one
 /// writer is the purchase's lock) that re-reads the rows it depends on, so a refund or an
 /// operator's revocation that lands meanwhile is seen.
-public struct SQLiteLedger: Ledger {
+public struct SQLiteLedger: Ledger, LedgerStatementRunner {
     public let database: AppDatabase
     /// When set, a transaction reaching this point is queued for Finish Transaction in the same write.
     public let finishOn: FinishTrigger?
@@ -59,6 +59,10 @@ public struct SQLiteLedger: Ledger {
         }
     }
 
+    public func execute(_ statement: LedgerStatement) async throws -> Int {
+        try await database.writer.write { db in try Self.execute(statement, db) }
+    }
+
     // MARK: Decisions
 
     public func decide<Value: Sendable>(_ scope: PurchaseScope, _ decision: @escaping @Sendable (inout PurchaseWork) throws -> Value) async throws
@@ -87,23 +91,7 @@ public struct SQLiteLedger: Ledger {
 
     /// Writes what a decision wrote.
     private static func apply(_ writes: LedgerWrites, _ db: Database) throws {
-        for row in writes.insertedRows { try row.insert(db) }
-        for row in writes.changedRows { try row.update(db) }
-        for attempt in writes.attempts {
-            try attempt.insert(db)
-            // Coalesce the log: the newest attempts stay, the counters keep the totals.
-            try db.cachedStatement(
-                sql: """
-                    DELETE FROM download_attempts WHERE transaction_id = ? AND id NOT IN
-                      (SELECT id FROM download_attempts WHERE transaction_id = ? ORDER BY id DESC LIMIT ?)
-                    """
-            ).execute(arguments: [attempt.transactionID, attempt.transactionID, DownloadAttempt.keptPerTransaction])
-        }
-        for proof in writes.settledPendingProofs {
-            try db.cachedStatement(sql: "DELETE FROM pending_proofs WHERE transaction_id = ? AND proof_digest = ?")
-                .execute(arguments: [proof.transactionID, proof.digest])
-        }
-        for call in writes.serverCalls { try insertOnce(db, call) }
+        for statement in writes.statements { try execute(statement, db) }
     }
 
     // MARK: Proofs kept while the App Store cannot be asked
@@ -111,14 +99,7 @@ public struct SQLiteLedger: Ledger {
     public func keepPendingProof(_ draft: PendingProofDraft, bounds: PendingProofBounds, now: Date) async throws -> PendingProofKeeping {
         try await database.writer.write { db in
             try Self.purgeRejected(db, before: bounds.purgeCutoff(now: now), limit: PendingProofBounds.purgeBatch)
-            if var existing = try PendingProof
-                .filter(Column("transaction_id") == draft.transactionID && Column("proof_digest") == draft.digest).fetchOne(db)
-            {
-                existing.lastError = draft.error
-                existing.updatedAt = now
-                try existing.update(db)
-                return .refreshed
-            }
+            if try Self.execute(.refresh(draft, now: now), db) > 0 { return .refreshed }
             let count = { (sql: String, arguments: StatementArguments) in try Int.fetchOne(db.cachedStatement(sql: sql), arguments: arguments) ?? 0 }
             let kept = PendingProofCounts(
                 transaction: try count("SELECT COUNT(*) FROM pending_proofs WHERE transaction_id = ?", [draft.transactionID]),
@@ -126,11 +107,7 @@ public struct SQLiteLedger: Ledger {
                 total: try count("SELECT COUNT(*) FROM pending_proofs", []))
             let verdict = bounds.admit(draft, kept: kept)
             guard verdict == .kept else { return verdict }
-            let proof = PendingProof(
-                id: nil, transactionID: draft.transactionID, proofDigest: draft.digest, proofKind: draft.kind, proof: draft.proof,
-                requestedProductID: draft.requestedProductID, appAccountToken: draft.appAccountToken, client: draft.client, status: .pending,
-                lastError: draft.error, createdAt: now, updatedAt: now)
-            try proof.insert(db)
+            try Self.execute(.insert(PendingProof(draft, now: now)), db)
             return .kept
         }
     }
@@ -163,21 +140,6 @@ public struct SQLiteLedger: Ledger {
                     """,
                 arguments: [until, now, transactionID, transactionID, limit]
             ).sorted { ($0.id ?? 0) < ($1.id ?? 0) }
-        }
-    }
-
-    public func rejectPendingProof(id: Int64, reason: String, now: Date) async throws {
-        try await database.writer.write { db in
-            try db.execute(
-                sql: "UPDATE pending_proofs SET status = 'rejected', last_error = ?, updated_at = ?, leased_until = NULL WHERE id = ?",
-                arguments: [reason, now, id])
-        }
-    }
-
-    public func notePendingProof(id: Int64, error: String, now: Date) async throws {
-        try await database.writer.write { db in
-            try db.execute(
-                sql: "UPDATE pending_proofs SET last_error = ?, updated_at = ?, leased_until = NULL WHERE id = ?", arguments: [error, now, id])
         }
     }
 

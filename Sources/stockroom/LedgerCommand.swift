@@ -179,23 +179,7 @@ enum LedgerStore {
                         throw LedgerArchive.Malformed(description: "the target ledger is not empty: \(table) has rows")
                     }
                 }
-                for row in archive.fulfilments { try row.insert(db) }
-                for attempt in archive.attempts { try attempt.insert(db) }
-                for proof in archive.pendingProofs { try proof.insert(db) }
-                for notification in archive.notifications {
-                    try db.execute(
-                        sql: """
-                            INSERT INTO notifications (notification_uuid, notification_type, subtype, transaction_id, original_transaction_id, outcome,
-                              received_at, signed_payload, source)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                            """,
-                        arguments: [
-                            notification.uuid, notification.type, notification.subtype, notification.transactionID,
-                            notification.originalTransactionID, notification.outcome, notification.receivedAt, notification.signedPayload,
-                            notification.source,
-                        ])
-                }
-                for call in archive.serverCalls { try call.insert(db) }
+                for statement in archive.insertions { try SQLiteLedger.execute(statement, db) }
             }
         }
     }

@@ -53,6 +53,14 @@ public struct PendingProof: Sendable, Equatable, Codable {
         self.updatedAt = updatedAt
     }
 
+    /// A proof kept now, pending.
+    public init(_ draft: PendingProofDraft, now: Date) {
+        self.init(
+            id: nil, transactionID: draft.transactionID, proofDigest: draft.digest, proofKind: draft.kind, proof: draft.proof,
+            requestedProductID: draft.requestedProductID, appAccountToken: draft.appAccountToken, client: draft.client, status: .pending,
+            lastError: draft.error, createdAt: now, updatedAt: now)
+    }
+
     enum CodingKeys: String, CodingKey {
         case id, transactionID = "transaction_id", proofDigest = "proof_digest", proofKind = "proof_kind", proof
         case requestedProductID = "requested_product_id", appAccountToken = "app_account_token", client, status

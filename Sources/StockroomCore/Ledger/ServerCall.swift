@@ -62,6 +62,27 @@ public struct ServerCall: Sendable, Equatable, Codable {
             leasedUntil: nil, lastError: nil, body: nil, requestedBy: requestedBy, createdAt: now, updatedAt: now, sentAt: nil)
     }
 
+    /// The answer owed to a refund request (CONSUMPTION_REQUEST) for `transactionID`, whose row
+    /// (if on record) says whether the customer consented: without consent it is recorded skipped.
+    public static func consumptionAnswer(
+        _ transactionID: String, row: Fulfilment?, environment: StoreEnvironment, requestedBy uuid: String, now: Date
+    ) -> ServerCall {
+        var call = ServerCall.queued(.consumption, transactionID, environment: row?.environment ?? environment, requestedBy: uuid, now: now)
+        if row?.customerConsented != true {
+            call.status = .skipped
+            call.lastError = "no customer consent on record: nothing is sent to Apple"
+        }
+        return call
+    }
+
+    /// The statements that settle this call with `result`: the call, and for a sent finish its
+    /// transaction's `finished_at`.
+    public func settlement(_ result: ServerCallResult, now: Date) -> [LedgerStatement] {
+        var call = self
+        call.apply(result, now: now)
+        return [.settle(call)] + (call.kind == .finish && call.status == .sent ? [.stampFinished(call.transactionID, now: now)] : [])
+    }
+
     /// The wait before the next try after `attempts` failures: 2 s doubling to an hour, or
     /// Apple's `Retry-After` when that is longer.
     public static func backoff(afterAttempts attempts: Int, retryAfter: Duration?) -> Duration {
