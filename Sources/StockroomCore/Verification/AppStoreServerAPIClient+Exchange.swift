@@ -67,13 +67,7 @@ extension AppStoreServerAPIClient {
     /// Apple's `errorCode` and `errorMessage` in an error body, when it is one; the message is
     /// cut short, and a code that is no integer (1e30, 4.5, "x") is no code.
     static func appleError(in body: [UInt8]) -> (code: Int?, message: String?) {
-        guard body.count <= 64 * 1024, JSONNesting.isShallow(body), let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return (nil, nil) }
-        let code = (object["errorCode"] as? NSNumber).flatMap { number -> Int? in
-            let value = number.doubleValue
-            guard value.isFinite, abs(value) < 1e12 else { return nil }
-            return Int(exactly: value)
-        }
-        let message = (object["errorMessage"] as? String).map { String($0.prefix(300)) }
-        return (code, message)
+        guard body.count <= 64 * 1024, let error = AppleErrorBody.of(body) else { return (nil, nil) }
+        return (error.errorCode, error.errorMessage)
     }
 }

@@ -55,24 +55,20 @@ extension AppStoreServerAPIClient {
     /// A page from Apple's `NotificationHistoryResponse`, or why it is none: every count and
     /// length bounded, and a `hasMore` without a fresh token refused, so paging must end.
     static func page(from body: [UInt8], sentToken: String?) -> Result<NotificationHistoryPage, MalformedPage> {
-        guard JSONNesting.isShallow(body), let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return .failure(MalformedPage(reason: "the page is not a JSON object")) }
-        let entries: [Any]
-        switch object["notificationHistory"] {
-        case nil: entries = []
-        case let list as [Any]: entries = list
-        default: return .failure(MalformedPage(reason: "notificationHistory is not an array"))
+        guard let answer = UpstreamJSON.decode(NotificationHistoryResponse.self, from: body) else {
+            return .failure(MalformedPage(reason: "the page is not Apple's NotificationHistoryResponse"))
         }
+        let entries = answer.notificationHistory ?? []
         guard entries.count <= NotificationHistoryPage.maximumEntries else { return .failure(MalformedPage(reason: "the page holds \(entries.count) entries")) }
         var payloads: [String] = []
         for entry in entries {
-            guard let payload = (entry as? [String: Any])?["signedPayload"] as? String, !payload.isEmpty,
-                payload.utf8.count <= NotificationHistoryPage.maximumPayloadBytes
+            guard let payload = entry.signedPayload, !payload.isEmpty, payload.utf8.count <= NotificationHistoryPage.maximumPayloadBytes
             else { return .failure(MalformedPage(reason: "an entry has no usable signedPayload")) }
             payloads.append(payload)
         }
-        let hasMore = (object["hasMore"] as? Bool) ?? false
+        let hasMore = answer.hasMore ?? false
         guard hasMore else { return .success(NotificationHistoryPage(signedPayloads: payloads, hasMore: false, paginationToken: nil)) }
-        guard let token = object["paginationToken"] as? String, queryValue(token) != nil else {
+        guard let token = answer.paginationToken, queryValue(token) != nil else {
             return .failure(MalformedPage(reason: "hasMore without a usable paginationToken"))
         }
         guard token != sentToken else { return .failure(MalformedPage(reason: "the paginationToken did not advance")) }

@@ -111,12 +111,13 @@ public final class AppStoreServerAPIClient: Sendable {
                     UpstreamRequest(
                         method: .get, url: "\(base)/inApps/v1/transactions/\(transactionID)",
                         headers: [("Authorization", "Bearer \(token)")], timeout: deadline - clock.now, endpoint: "transactions"))
-                let object = JSONNesting.isShallow(response.body) ? try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] : nil
                 switch response.status {
                 case 200:
-                    guard let info = object?["signedTransactionInfo"] as? String else { return .unavailable(reason: "a 200 without signedTransactionInfo", retryAfter: policy.retryAfter) }
+                    guard let info = UpstreamJSON.decode(TransactionInfoResponse.self, from: response.body)?.signedTransactionInfo else {
+                        return .unavailable(reason: "a 200 without signedTransactionInfo", retryAfter: policy.retryAfter)
+                    }
                     return .found(signedTransactionInfo: info, environment: environment)
-                case 404 where (object?["errorCode"] as? Int) == 4040010:
+                case 404 where AppleErrorBody.of(response.body)?.errorCode == 4040010:
                     guard environment == .production else { return .notFound }
                     environment = .sandbox
                     attempts -= 1
@@ -152,14 +153,10 @@ public final class AppStoreServerAPIClient: Sendable {
     func bearerToken(now: Date = Date()) throws(CryptoError) -> String {
         let issuedAt = Int64(now.timeIntervalSince1970)
         if let cached = cachedToken.withLock({ $0 }), cached.expires - 60 > issuedAt { return cached.token }
-        let header: [String: Any] = ["alg": "ES256", "kid": credentials.keyID, "typ": "JWT"]
-        let claims: [String: Any] = [
-            "iss": credentials.issuerID, "iat": issuedAt, "exp": issuedAt + Self.tokenLifetime,
-            "aud": "appstoreconnect-v1", "bid": credentials.bundleID,
-        ]
-        func part(_ object: [String: Any]) -> String {
-            ByteEncoding.base64URL(Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()))
-        }
+        let header = ServerAPITokenClaims.Header(kid: credentials.keyID)
+        let claims = ServerAPITokenClaims(
+            iss: credentials.issuerID, iat: issuedAt, exp: issuedAt + Self.tokenLifetime, bid: credentials.bundleID)
+        func part(_ value: some Encodable) -> String { ByteEncoding.base64URL(UpstreamBody.encode(value) ?? []) }
         let signingInput = part(header) + "." + part(claims)
         let token = signingInput + "." + ByteEncoding.base64URL(try credentials.privateKey.sign(Array(signingInput.utf8)))
         cachedToken.withLock { $0 = (token, issuedAt + Self.tokenLifetime) }

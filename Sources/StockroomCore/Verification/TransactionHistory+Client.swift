@@ -37,14 +37,13 @@ extension AppStoreServerAPIClient {
                     UpstreamRequest(
                         method: .get, url: "\(base)/inApps/v2/history/\(transactionID)\(query)",
                         headers: [("Authorization", "Bearer \(try bearerToken())")], timeout: deadline - clock.now, endpoint: "history"))
-                let object = JSONNesting.isShallow(response.body) ? try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] : nil
                 switch response.status {
                 case 200:
-                    guard let object, let page = Self.page(object, environment: current) else {
+                    guard let page = Self.page(response.body, environment: current) else {
                         return .failure(.unavailable(reason: "the transaction history is not in Apple's shape", retryAfter: policy.retryAfter))
                     }
                     return .success(page)
-                case 404 where (object?["errorCode"] as? Int) == 4040010:
+                case 404 where AppleErrorBody.of(response.body)?.errorCode == 4040010:
                     guard environment == nil, current == .production else { return .failure(.notFound) }
                     current = .sandbox
                     attempts -= 1
@@ -102,11 +101,12 @@ extension AppStoreServerAPIClient {
     private static let revisionCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// A `HistoryResponse` read within bounds; nil when it is not one.
-    private static func page(_ object: [String: Any], environment: StoreEnvironment) -> TransactionHistoryPage? {
-        guard let signed = object["signedTransactions"] as? [String], signed.count <= TransactionHistoryPage.largestPage else { return nil }
-        let hasMore = (object["hasMore"] as? Bool) ?? false
+    private static func page(_ body: [UInt8], environment: StoreEnvironment) -> TransactionHistoryPage? {
+        guard let answer = UpstreamJSON.decode(HistoryResponse.self, from: body),
+            answer.signedTransactions.count <= TransactionHistoryPage.largestPage
+        else { return nil }
         return TransactionHistoryPage(
-            signedTransactions: signed, hasMore: hasMore, revision: object["revision"] as? String, bundleID: object["bundleId"] as? String,
-            environment: environment)
+            signedTransactions: answer.signedTransactions, hasMore: answer.hasMore ?? false, revision: answer.revision,
+            bundleID: answer.bundleId, environment: environment)
     }
 }

@@ -117,7 +117,7 @@ public struct VerifyReceiptClient: Sendable {
             return .transient("\(error)")
         }
         guard response.status == 200 else { return .transient("HTTP \(response.status)") }
-        guard JSONNesting.isShallow(response.body), let decoded = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(response.body)), decoded.status >= 0 else {
+        guard let decoded = UpstreamJSON.decode(VerifyReceiptResponse.self, from: response.body), decoded.status >= 0 else {
             return .transient("a body that is not verifyReceipt JSON")
         }
         return .answer(decoded)
@@ -152,8 +152,19 @@ public struct VerifyReceiptClient: Sendable {
     }
 
     private func requestBody(_ receiptData: String) -> [UInt8] {
-        var object: [String: Any] = ["receipt-data": receiptData, "exclude-old-transactions": false]
-        if let sharedSecret { object["password"] = sharedSecret }
-        return Array((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
+        UpstreamBody.encode(RequestBody(receiptData: receiptData, password: sharedSecret)) ?? []
+    }
+
+    /// Apple's `requestBody`; without a shared secret, `password` is left out.
+    ///
+    /// See https://developer.apple.com/documentation/appstorereceipts/requestbody
+    private struct RequestBody: Encodable {
+        var receiptData: String
+        var password: String?
+        var excludeOldTransactions = false
+
+        enum CodingKeys: String, CodingKey {
+            case receiptData = "receipt-data", password, excludeOldTransactions = "exclude-old-transactions"
+        }
     }
 }
