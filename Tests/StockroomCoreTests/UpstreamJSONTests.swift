@@ -19,7 +19,8 @@ import Testing
     }
 
     @Test(arguments: [
-        #"{"a":{"a":1}}"#, #"[{"a":1},{"a":1}]"#, #"{"a":"a","b":"a"}"#, #"{"a":"\",\"a\":","b":1}"#, #"{"a\\":1,"a":2}"#, "[]", "{}", #""a""#,
+        #"{"a":{"a":1}}"#, #"[{"a":1},{"a":1}]"#, #"{"a":"a","b":"a"}"#, #"{"a":"\",\"a\":","b":1}"#, #"{"a\\":1,"a":2}"#, "[]", "{}",
+        #""a""#,
     ])
     func keysThatOnlyLookAlikeAreNoRepeat(json: String) {
         #expect(!UpstreamJSON.hasDuplicateKey(Array(json.utf8)))
@@ -49,7 +50,9 @@ import Testing
         let header = String(decoding: ByteEncoding.decodeBase64(parts[0]) ?? [], as: UTF8.self)
         let repeated = ByteEncoding.base64URL(Array(header.replacingOccurrences(of: "{", with: #"{"alg":"none","#).utf8))
         let verifier = SignedTransactionVerifier(root: Self.chain.root, bundleID: Self.bundle, environment: nil, chains: nil)
-        #expect(verifier.verify([repeated, String(parts[1]), String(parts[2])].joined(separator: ".")) == .failure(.malformed("the header is not base64url JSON")))
+        #expect(
+            verifier.verify([repeated, String(parts[1]), String(parts[2])].joined(separator: "."))
+                == .failure(.malformed("the header is not base64url JSON")))
     }
 
     @Test func valuesAppleAddsLaterAreKeptAsSent() throws {

@@ -19,7 +19,9 @@ public struct AppStoreNotification: Sendable, Equatable {
 
     /// Verifies `signedPayload` with `transactions`' root and bundle; nil payload data is allowed
     /// for notification types that carry no transaction.
-    public static func verify(_ signedPayload: String, with transactions: SignedTransactionVerifier) -> Result<AppStoreNotification, JWSFailure> {
+    public static func verify(_ signedPayload: String, with transactions: SignedTransactionVerifier) -> Result<
+        AppStoreNotification, JWSFailure
+    > {
         let payload: NotificationPayload
         switch transactions.verify(signedPayload, as: NotificationPayload.self) {
         case .success(let verified): payload = verified.payload

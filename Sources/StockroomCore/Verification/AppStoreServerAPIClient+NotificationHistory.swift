@@ -12,7 +12,9 @@ extension AppStoreServerAPIClient {
     public func notificationHistory(
         _ query: NotificationHistoryQuery, paginationToken: String?, environment: StoreEnvironment
     ) async -> Result<NotificationHistoryPage, ServerAPIFailure> {
-        guard let body = query.body() else { return .failure(.refused(status: 400, errorCode: nil, reason: "the query's dates cannot be sent; no call made")) }
+        guard let body = query.body() else {
+            return .failure(.refused(status: 400, errorCode: nil, reason: "the query's dates cannot be sent; no call made"))
+        }
         if let transactionID = query.transactionID, !Self.isTransactionID(transactionID) {
             return .failure(.refused(status: 400, errorCode: nil, reason: "transactionId is not a transaction ID; no call made"))
         }
@@ -23,33 +25,30 @@ extension AppStoreServerAPIClient {
             }
             path += "?paginationToken=" + encoded
         }
-        let clock = ContinuousClock()
-        let deadline = clock.now + policy.totalBudget
-        var attempts = 0
-        var lastFailure = "no attempt made"
         var lastRetryAfter: Duration?
-        while clock.now < deadline, attempts < policy.maximumAttempts {
-            attempts += 1
-            var wait = policy.backoff(beforeRetry: attempts)
-            switch await exchange(.post, path: path, environment: environment, body: body, timeout: deadline - clock.now, endpoint: "notificationHistory") {
+        return await policy.run { timeout in
+            switch await exchange(
+                .post, path: path, environment: environment, body: body, timeout: timeout, endpoint: "notificationHistory")
+            {
             case .answered(_, let answer):
                 switch Self.page(from: answer, sentToken: paginationToken) {
-                case .success(let page): return .success(page)
-                case .failure(let problem): lastFailure = problem.reason
+                case .success(let page): return .answered(.success(page))
+                case .failure(let problem): return .retry(reason: problem.reason)
                 }
             case .notFound(let errorCode):
-                return .failure(.refused(status: 404, errorCode: errorCode, reason: "HTTP 404 from Get Notification History"))
+                return .answered(.failure(.refused(status: 404, errorCode: errorCode, reason: "HTTP 404 from Get Notification History")))
             case .refused(let status, let errorCode, let reason):
-                return .failure(.refused(status: status, errorCode: errorCode, reason: reason))
+                return .answered(.failure(.refused(status: status, errorCode: errorCode, reason: reason)))
             case .transient(let reason, let after):
-                lastFailure = reason
                 lastRetryAfter = after
-                if let after { wait = after }
+                return .retry(reason: reason, after: after)
             }
-            guard attempts < policy.maximumAttempts, clock.now + wait < deadline else { break }
-            try? await Task.sleep(for: wait)
+        } givingUp: { attempts, lastFailure in
+            .failure(
+                .unavailable(
+                    reason: "Get Notification History did not answer usably after \(attempts) attempt(s): \(lastFailure)",
+                    retryAfter: lastRetryAfter))
         }
-        return .failure(.unavailable(reason: "Get Notification History did not answer usably after \(attempts) attempt(s): \(lastFailure)", retryAfter: lastRetryAfter))
     }
 
     /// A page from Apple's `NotificationHistoryResponse`, or why it is none: every count and
@@ -59,7 +58,9 @@ extension AppStoreServerAPIClient {
             return .failure(MalformedPage(reason: "the page is not Apple's NotificationHistoryResponse"))
         }
         let entries = answer.notificationHistory ?? []
-        guard entries.count <= NotificationHistoryPage.maximumEntries else { return .failure(MalformedPage(reason: "the page holds \(entries.count) entries")) }
+        guard entries.count <= NotificationHistoryPage.maximumEntries else {
+            return .failure(MalformedPage(reason: "the page holds \(entries.count) entries"))
+        }
         var payloads: [String] = []
         for entry in entries {
             guard let payload = entry.signedPayload, !payload.isEmpty, payload.utf8.count <= NotificationHistoryPage.maximumPayloadBytes

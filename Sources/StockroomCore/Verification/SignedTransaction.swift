@@ -52,7 +52,8 @@ public struct SignedTransaction: SignedPayload, Equatable {
         revocationDate = try container.decodeMilliseconds(.revocationDate)
         if let reason = try container.decodeIfPresent(Double.self, forKey: .revocationReason) {
             guard reason.isFinite, (0...1_000).contains(reason), let whole = Int(exactly: reason) else {
-                throw DecodingError.dataCorruptedError(forKey: .revocationReason, in: container, debugDescription: "revocationReason out of range")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .revocationReason, in: container, debugDescription: "revocationReason out of range")
             }
             revocationReason = whole
         }

@@ -56,7 +56,8 @@ enum UpstreamJSON {
                 if expectingKey {
                     var key = Array(bytes[bytes.index(after: index)..<end])
                     if hasEscape {
-                        guard end != bytes.endIndex, let decoded = try? JSONDecoder().decode(String.self, from: Data(bytes[index...end])) else {
+                        guard end != bytes.endIndex, let decoded = try? JSONDecoder().decode(String.self, from: Data(bytes[index...end]))
+                        else {
                             return true
                         }
                         key = Array(decoded.utf8)
