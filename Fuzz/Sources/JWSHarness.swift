@@ -6,11 +6,10 @@ import StockroomCore
 enum JWSHarness {
     static func run(_ input: [UInt8]) {
         let jws = FuzzFixtures.jws(from: input)
-        let raw = FuzzFixtures.transactions.jws.verify(jws)
-        let transaction = FuzzFixtures.transactions.verify(jws)
-        // A transaction that verifies must have verified as a JWS first.
-        if case .success = transaction, case .failure(let failure) = raw {
-            fatalError("a transaction verified although its JWS did not: \(failure)")
+        let transaction = FuzzFixtures.transactions.verify(jws, as: SignedTransaction.self)
+        // A transaction that verifies is the JWS that was given, with the app's bundle.
+        if case .success(let verified) = transaction, verified.jws != jws || verified.payload.bundleId != FuzzFixtures.bundleID {
+            fatalError("a transaction verified as another JWS or for another app: \(verified)")
         }
     }
 }

@@ -40,7 +40,7 @@ extension Entitlements {
         // Recorded after its effect: a crash in between re-applies an idempotent effect on Apple's retry.
         let recorded = try await ledger.recordNotification(
             NotificationRecord(
-                uuid: notification.notificationUUID, type: notification.notificationType, subtype: notification.subtype,
+                uuid: notification.notificationUUID, type: notification.notificationType.rawValue, subtype: notification.subtype?.rawValue,
                 transactionID: transaction?.transactionId, originalTransactionID: transaction?.originalTransactionId,
                 signedPayload: signedPayload, source: source.rawValue),
             outcome: effect, now: now())
@@ -52,28 +52,28 @@ extension Entitlements {
         guard let transaction = notification.transaction else { return "recorded" }
         let type = notification.notificationType
         switch type {
-        case "REFUND" where transaction.revocationType == "REFUND_PRORATED" && policy.proratedRefund == .keep:
+        case .refund where transaction.revocationType == .refundProrated && policy.proratedRefund == .keep:
             return "kept: a prorated refund (\(transaction.revocationPercentage.map { "\($0 / 1000)%" } ?? "share unknown")), --prorated-refund keep"
-        case "REFUND", "REVOKE":
+        case .refund, .revoke:
             var purchase = RevokedPurchase(
                 transactionID: transaction.transactionId, originalTransactionID: transaction.originalTransactionId,
-                productID: transaction.productId, bundleID: transaction.bundleId, environment: StoreEnvironment(rawValue: transaction.environment))
+                productID: transaction.productId, bundleID: transaction.bundleId, environment: transaction.environment.storeEnvironment)
             if let info = notification.signedTransactionInfo {
                 purchase.proofKind = .signedTransaction
                 purchase.proof = info
                 purchase.proofDigest = VerifiedProof.digest(of: info)
             }
-            let cause = transaction.revocationType.map { " \($0.lowercased())" } ?? ""
-            _ = try await ledger.revoke(purchase, cause: .refund, reason: "\(type.lowercased())\(cause) (App Store notification)", now: now())
+            let cause = transaction.revocationType.map { " \($0.rawValue.lowercased())" } ?? ""
+            _ = try await ledger.revoke(purchase, cause: .refund, reason: "\(type.rawValue.lowercased())\(cause) (App Store notification)", now: now())
             return "revoked"
-        case "REFUND_REVERSED":
+        case .refundReversed:
             _ = try await ledger.reverseRefund(originalTransactionID: transaction.originalTransactionId, now: now())
             return "reinstated"
-        case "REFUND_DECLINED":
+        case .refundDeclined:
             return "refund declined"
-        case "ONE_TIME_CHARGE":
+        case .oneTimeCharge:
             return try await recordCharge(notification)
-        case "CONSUMPTION_REQUEST":
+        case .consumptionRequest:
             return try await queueConsumptionAnswer(transaction, uuid: notification.notificationUUID)
         default:
             return "recorded"
@@ -83,7 +83,7 @@ extension Entitlements {
     /// ONE_TIME_CHARGE: Apple's signed transaction is a verified proof; the ledger records the
     /// entitlement (no account check, no attempt), so the app's first download needs no call.
     private func recordCharge(_ notification: AppStoreNotification) async throws -> String {
-        guard let info = notification.signedTransactionInfo, case .success(let proof) = VerifiedProof.verifying(info, with: signedTransactions) else {
+        guard let verified = notification.verifiedTransaction, case .success(let proof) = VerifiedProof.verifying(verified) else {
             return "recorded: no usable transaction"
         }
         if proof.environment == .sandbox, !policy.allowsSandbox { return "recorded: sandbox purchases are not entitled" }
@@ -96,7 +96,7 @@ extension Entitlements {
     /// CONSUMPTION_REQUEST: one answer per transaction, only with the customer's consent on record.
     private func queueConsumptionAnswer(_ transaction: SignedTransaction, uuid: String) async throws -> String {
         guard serverAPI != nil else { return "no consumption answer: no App Store Server API credentials" }
-        let environment = StoreEnvironment(rawValue: transaction.environment) ?? .production
+        let environment = transaction.environment.storeEnvironment ?? .production
         switch try await ledger.queueConsumptionAnswer(transaction.transactionId, environment: environment, requestedBy: uuid, now: now()) {
         case .queued:
             serverCallQueued()

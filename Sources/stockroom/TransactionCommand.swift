@@ -48,7 +48,7 @@ struct TransactionCommand: AsyncParsableCommand {
                 let date = { (milliseconds: Int64) in OperatorJSON.date(Milliseconds.date(milliseconds)) }
                 let report = VerifiedTransactionReport(
                     transactionId: transaction.transactionId, originalTransactionId: transaction.originalTransactionId,
-                    productId: transaction.productId, bundleId: transaction.bundleId, environment: transaction.environment, type: transaction.type,
+                    productId: transaction.productId, bundleId: transaction.bundleId, environment: transaction.environment.rawValue, type: transaction.type,
                     purchaseDate: date(transaction.purchaseDate), signedDate: date(transaction.signedDate),
                     revocationDate: transaction.revocationDate.map(date), appAccountToken: transaction.appAccountToken,
                     revocationReason: transaction.revocationReason, expiresDate: transaction.expiresDate.map(date))

@@ -114,7 +114,7 @@ import Testing
                 let body = try #require(await inbox.bodies.first)
                 let signed = try #require((try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?["signedPayload"] as? String)
                 let notification = try AppStoreNotification.verify(signed, with: try await AppStoreServerAPIClientTests.verifier(control)).get()
-                #expect(notification.notificationType == "ONE_TIME_CHARGE")
+                #expect(notification.notificationType == .oneTimeCharge)
                 #expect(notification.transaction?.transactionId == purchase?["transactionId"] as? String)
                 // A subscription's purchase raises no ONE_TIME_CHARGE; a restore neither.
                 _ = try await control.purchase(json: ["productId": "com.example.stockroom.demo.monthly", "expiresInSeconds": 3600])

@@ -64,15 +64,16 @@ public struct VerifiedProof: Sendable, Equatable {
 
     /// Verifies a StoreKit 2 JWS with `verifier` (root, bundle); the proof is the JWS itself.
     public static func verifying(_ jws: String, with verifier: SignedTransactionVerifier) -> Result<VerifiedProof, JWSFailure> {
-        let text = jws.trimmingCharacters(in: .whitespacesAndNewlines)
-        switch verifier.verify(text) {
-        case .failure(let failure): return .failure(failure)
-        case .success(let transaction):
-            guard let environment = StoreEnvironment(rawValue: transaction.environment) else {
-                return .failure(.malformed("unknown environment \"\(transaction.environment)\""))
-            }
-            return .success(VerifiedProof(signed: transaction, environment: environment, jws: text))
+        verifier.verify(jws.trimmingCharacters(in: .whitespacesAndNewlines), as: SignedTransaction.self).flatMap(verifying)
+    }
+
+    /// The proof a transaction that verified makes (a notification's, say): no second verification.
+    public static func verifying(_ verified: Verified<SignedTransaction>) -> Result<VerifiedProof, JWSFailure> {
+        let transaction = verified.payload
+        guard let environment = transaction.environment.storeEnvironment else {
+            return .failure(.malformed("unknown environment \"\(transaction.environment)\""))
         }
+        return .success(VerifiedProof(signed: transaction, environment: environment, jws: verified.jws))
     }
 
     private init(signed transaction: SignedTransaction, environment: StoreEnvironment, jws: String) {
@@ -83,7 +84,7 @@ public struct VerifiedProof: Sendable, Equatable {
         self.environment = environment
         expiresAt = transaction.expiresDate.map(Self.date)
         revokedAt = transaction.revocationDate.map(Self.date)
-        revocationType = transaction.revocationDate == nil ? nil : transaction.revocationType
+        revocationType = transaction.revocationDate == nil ? nil : transaction.revocationType?.rawValue
         appAccountToken = transaction.appAccountToken?.lowercased()
         kind = .signedTransaction
         proof = jws

@@ -1,44 +1,79 @@
 import Foundation
 
 /// An App Store Server Notification V2, verified: the outer `signedPayload` and its nested
-/// `signedTransactionInfo`, both against the same root.
+/// `signedTransactionInfo`, each verified once, through the same verifier.
 ///
 /// See https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload
 public struct AppStoreNotification: Sendable, Equatable {
-    public var notificationType: String
-    public var subtype: String?
+    public var notificationType: NotificationType
+    public var subtype: NotificationSubtype?
     public var notificationUUID: String
-    /// Present for transaction notifications (REFUND, REVOKE, REFUND_REVERSED, …).
-    public var transaction: SignedTransaction?
+    /// The nested signed transaction, verified (REFUND, REVOKE, REFUND_REVERSED, …): a proof
+    /// as it stands, which needs no second verification.
+    public var verifiedTransaction: Verified<SignedTransaction>?
+
+    /// Present for transaction notifications.
+    public var transaction: SignedTransaction? { verifiedTransaction?.payload }
     /// The nested signed transaction as received, kept as a proof.
-    public var signedTransactionInfo: String?
+    public var signedTransactionInfo: String? { verifiedTransaction?.jws }
 
     /// Verifies `signedPayload` with `transactions`' root and bundle; nil payload data is allowed
     /// for notification types that carry no transaction.
-    public static func verify(_ signedPayload: String, with transactions: SignedTransactionVerifier) -> Result<AppStoreNotification, JWSFailure> {
-        let payload: [UInt8]
-        switch transactions.jws.verify(signedPayload) {
-        case .success(let bytes): payload = bytes
+    public static func verify(_ signedPayload: String, with transactions: SignedTransactionVerifier) -> Result<
+        AppStoreNotification, JWSFailure
+    > {
+        let payload: NotificationPayload
+        switch transactions.verify(signedPayload, as: NotificationPayload.self) {
+        case .success(let verified): payload = verified.payload
         case .failure(let failure): return .failure(failure)
         }
-        guard JSONNesting.isShallow(payload), let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
-            let type = object["notificationType"] as? String, let uuid = object["notificationUUID"] as? String, !uuid.isEmpty
-        else { return .failure(.malformed("the payload has no notificationType or notificationUUID")) }
         var notification = AppStoreNotification(
-            notificationType: type, subtype: object["subtype"] as? String, notificationUUID: uuid, transaction: nil, signedTransactionInfo: nil)
-        let data = object["data"] as? [String: Any]
-        if let bundle = data?["bundleId"] as? String, bundle != transactions.bundleID {
-            return .failure(.wrongBundle(expected: transactions.bundleID, actual: bundle))
-        }
-        if let info = data?["signedTransactionInfo"] as? String {
-            switch transactions.verify(info) {
-            case .success(let transaction):
-                notification.transaction = transaction
-                notification.signedTransactionInfo = info
-            case .failure(let failure):
-                return .failure(failure)
+            notificationType: payload.notificationType, subtype: payload.subtype, notificationUUID: payload.notificationUUID)
+        if let info = payload.data?.signedTransactionInfo {
+            switch transactions.verify(info, as: SignedTransaction.self) {
+            case .success(let transaction): notification.verifiedTransaction = transaction
+            case .failure(let failure): return .failure(failure)
             }
         }
         return .success(notification)
+    }
+}
+
+/// A notification's signed payload: Apple's `responseBodyV2DecodedPayload`, the fields Stockroom
+/// reads. A notification without `data` (a summary) is one too.
+///
+/// See https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload
+struct NotificationPayload: SignedPayload {
+    static let kind = "a notification with a notificationType and a notificationUUID"
+
+    var notificationType: NotificationType
+    var subtype: NotificationSubtype?
+    var notificationUUID: String
+    var data: NotificationData?
+
+    /// Apple's `data`: the app and the signed transaction (unverified here).
+    ///
+    /// See https://developer.apple.com/documentation/appstoreservernotifications/data
+    struct NotificationData: Decodable {
+        var bundleId: String?
+        var signedTransactionInfo: String?
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        notificationType = try container.decode(NotificationType.self, forKey: .notificationType)
+        subtype = try container.decodeIfPresent(NotificationSubtype.self, forKey: .subtype)
+        notificationUUID = try container.decode(String.self, forKey: .notificationUUID)
+        guard !notificationUUID.isEmpty else {
+            throw DecodingError.dataCorruptedError(forKey: .notificationUUID, in: container, debugDescription: "notificationUUID is empty")
+        }
+        data = try container.decodeIfPresent(NotificationData.self, forKey: .data)
+    }
+
+    private enum CodingKeys: String, CodingKey { case notificationType, subtype, notificationUUID, data }
+
+    func mismatch(bundleID: String, environment: StoreEnvironment?) -> JWSFailure? {
+        if let bundle = data?.bundleId, bundle != bundleID { return .wrongBundle(expected: bundleID, actual: bundle) }
+        return nil
     }
 }

@@ -12,6 +12,13 @@ enum ServerAPIExchange: Sendable, Equatable {
     case refused(status: Int, errorCode: Int?, reason: String)
 }
 
+/// Why a request to the App Store Server API got no HTTP answer.
+enum ServerAPISendFailure: Error {
+    /// The bearer token could not be signed: nothing was sent.
+    case token(CryptoError)
+    case transport(UpstreamError)
+}
+
 extension AppStoreServerAPIClient {
     /// The time limit of one call that changes Apple's state; the durable queue retries later.
     public static let callTimeout: Duration = .seconds(10)
@@ -24,32 +31,46 @@ extension AppStoreServerAPIClient {
 
     /// One request to `path` (which starts with `/inApps/`) in `environment`, with the bearer
     /// token; never retried here. `endpoint` names it in metrics.
-    func exchange(
+    func send(
         _ method: UpstreamRequest.Method, path: String, environment: StoreEnvironment, body: [UInt8]? = nil,
         timeout: Duration, endpoint: String
-    ) async -> ServerAPIExchange {
+    ) async -> Result<UpstreamResponse, ServerAPISendFailure> {
         let base = environment == .production ? endpoints.production : endpoints.sandbox
         let token: String
         do {
             token = try bearerToken()
         } catch {
-            return .transient(reason: "the API token could not be signed: \(error)", after: nil)
+            return .failure(.token(error))
         }
         var headers: [(name: String, value: String)] = [("Authorization", "Bearer \(token)")]
         if body != nil { headers.append(("Content-Type", "application/json")) }
-        let response: UpstreamResponse
         do {
-            response = try await transport.send(
-                UpstreamRequest(method: method, url: base + path, headers: headers, body: body, timeout: timeout, endpoint: endpoint))
+            return .success(
+                try await transport.send(
+                    UpstreamRequest(method: method, url: base + path, headers: headers, body: body, timeout: timeout, endpoint: endpoint)))
         } catch {
-            return .transient(reason: "\(error)", after: nil)
+            return .failure(.transport(error))
+        }
+    }
+
+    /// One `send`, sorted by what the caller should do next.
+    func exchange(
+        _ method: UpstreamRequest.Method, path: String, environment: StoreEnvironment, body: [UInt8]? = nil,
+        timeout: Duration, endpoint: String
+    ) async -> ServerAPIExchange {
+        let response: UpstreamResponse
+        switch await send(method, path: path, environment: environment, body: body, timeout: timeout, endpoint: endpoint) {
+        case .success(let answer): response = answer
+        case .failure(.token(let error)): return .transient(reason: "the API token could not be signed: \(error)", after: nil)
+        case .failure(.transport(let error)): return .transient(reason: "\(error)", after: nil)
         }
         let (errorCode, message) = Self.appleError(in: response.body)
         switch response.status {
         case 200...299:
             return .answered(status: response.status, body: response.body)
         case 401:
-            logger.error("the App Store Server API refused our token; check the key, key ID and issuer ID", metadata: ["endpoint": "\(endpoint)"])
+            logger.error(
+                "the App Store Server API refused our token; check the key, key ID and issuer ID", metadata: ["endpoint": "\(endpoint)"])
             return .transient(reason: "the App Store Server API refused the credentials (401)", after: nil)
         case 404 where errorCode.map { Self.retryableNotFoundCodes.contains($0) } == true:
             return .transient(reason: "HTTP 404 with retryable error \(errorCode ?? 0)", after: nil)
@@ -58,7 +79,8 @@ extension AppStoreServerAPIClient {
         case 429:
             return .transient(reason: "rate limited (429)", after: RetryPolicy.wait(retryAfter: response.headers["retry-after"]))
         case 400...499:
-            return .refused(status: response.status, errorCode: errorCode, reason: message ?? "HTTP \(response.status) from the App Store Server API")
+            return .refused(
+                status: response.status, errorCode: errorCode, reason: message ?? "HTTP \(response.status) from the App Store Server API")
         default:
             return .transient(reason: "HTTP \(response.status) from the App Store Server API", after: nil)
         }
@@ -67,13 +89,7 @@ extension AppStoreServerAPIClient {
     /// Apple's `errorCode` and `errorMessage` in an error body, when it is one; the message is
     /// cut short, and a code that is no integer (1e30, 4.5, "x") is no code.
     static func appleError(in body: [UInt8]) -> (code: Int?, message: String?) {
-        guard body.count <= 64 * 1024, JSONNesting.isShallow(body), let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return (nil, nil) }
-        let code = (object["errorCode"] as? NSNumber).flatMap { number -> Int? in
-            let value = number.doubleValue
-            guard value.isFinite, abs(value) < 1e12 else { return nil }
-            return Int(exactly: value)
-        }
-        let message = (object["errorMessage"] as? String).map { String($0.prefix(300)) }
-        return (code, message)
+        guard body.count <= 64 * 1024, let error = AppleErrorBody.of(body) else { return (nil, nil) }
+        return (error.errorCode, error.errorMessage)
     }
 }

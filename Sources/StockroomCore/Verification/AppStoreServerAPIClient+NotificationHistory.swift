@@ -12,7 +12,9 @@ extension AppStoreServerAPIClient {
     public func notificationHistory(
         _ query: NotificationHistoryQuery, paginationToken: String?, environment: StoreEnvironment
     ) async -> Result<NotificationHistoryPage, ServerAPIFailure> {
-        guard let body = query.body() else { return .failure(.refused(status: 400, errorCode: nil, reason: "the query's dates cannot be sent; no call made")) }
+        guard let body = query.body() else {
+            return .failure(.refused(status: 400, errorCode: nil, reason: "the query's dates cannot be sent; no call made"))
+        }
         if let transactionID = query.transactionID, !Self.isTransactionID(transactionID) {
             return .failure(.refused(status: 400, errorCode: nil, reason: "transactionId is not a transaction ID; no call made"))
         }
@@ -23,56 +25,51 @@ extension AppStoreServerAPIClient {
             }
             path += "?paginationToken=" + encoded
         }
-        let clock = ContinuousClock()
-        let deadline = clock.now + policy.totalBudget
-        var attempts = 0
-        var lastFailure = "no attempt made"
         var lastRetryAfter: Duration?
-        while clock.now < deadline, attempts < policy.maximumAttempts {
-            attempts += 1
-            var wait = policy.backoff(beforeRetry: attempts)
-            switch await exchange(.post, path: path, environment: environment, body: body, timeout: deadline - clock.now, endpoint: "notificationHistory") {
+        return await policy.run { timeout in
+            switch await exchange(
+                .post, path: path, environment: environment, body: body, timeout: timeout, endpoint: "notificationHistory")
+            {
             case .answered(_, let answer):
                 switch Self.page(from: answer, sentToken: paginationToken) {
-                case .success(let page): return .success(page)
-                case .failure(let problem): lastFailure = problem.reason
+                case .success(let page): return .answered(.success(page))
+                case .failure(let problem): return .retry(reason: problem.reason)
                 }
             case .notFound(let errorCode):
-                return .failure(.refused(status: 404, errorCode: errorCode, reason: "HTTP 404 from Get Notification History"))
+                return .answered(.failure(.refused(status: 404, errorCode: errorCode, reason: "HTTP 404 from Get Notification History")))
             case .refused(let status, let errorCode, let reason):
-                return .failure(.refused(status: status, errorCode: errorCode, reason: reason))
+                return .answered(.failure(.refused(status: status, errorCode: errorCode, reason: reason)))
             case .transient(let reason, let after):
-                lastFailure = reason
                 lastRetryAfter = after
-                if let after { wait = after }
+                return .retry(reason: reason, after: after)
             }
-            guard attempts < policy.maximumAttempts, clock.now + wait < deadline else { break }
-            try? await Task.sleep(for: wait)
+        } givingUp: { attempts, lastFailure in
+            .failure(
+                .unavailable(
+                    reason: "Get Notification History did not answer usably after \(attempts) attempt(s): \(lastFailure)",
+                    retryAfter: lastRetryAfter))
         }
-        return .failure(.unavailable(reason: "Get Notification History did not answer usably after \(attempts) attempt(s): \(lastFailure)", retryAfter: lastRetryAfter))
     }
 
     /// A page from Apple's `NotificationHistoryResponse`, or why it is none: every count and
     /// length bounded, and a `hasMore` without a fresh token refused, so paging must end.
     static func page(from body: [UInt8], sentToken: String?) -> Result<NotificationHistoryPage, MalformedPage> {
-        guard JSONNesting.isShallow(body), let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return .failure(MalformedPage(reason: "the page is not a JSON object")) }
-        let entries: [Any]
-        switch object["notificationHistory"] {
-        case nil: entries = []
-        case let list as [Any]: entries = list
-        default: return .failure(MalformedPage(reason: "notificationHistory is not an array"))
+        guard let answer = UpstreamJSON.decode(NotificationHistoryResponse.self, from: body) else {
+            return .failure(MalformedPage(reason: "the page is not Apple's NotificationHistoryResponse"))
         }
-        guard entries.count <= NotificationHistoryPage.maximumEntries else { return .failure(MalformedPage(reason: "the page holds \(entries.count) entries")) }
+        let entries = answer.notificationHistory ?? []
+        guard entries.count <= NotificationHistoryPage.maximumEntries else {
+            return .failure(MalformedPage(reason: "the page holds \(entries.count) entries"))
+        }
         var payloads: [String] = []
         for entry in entries {
-            guard let payload = (entry as? [String: Any])?["signedPayload"] as? String, !payload.isEmpty,
-                payload.utf8.count <= NotificationHistoryPage.maximumPayloadBytes
+            guard let payload = entry.signedPayload, !payload.isEmpty, payload.utf8.count <= NotificationHistoryPage.maximumPayloadBytes
             else { return .failure(MalformedPage(reason: "an entry has no usable signedPayload")) }
             payloads.append(payload)
         }
-        let hasMore = (object["hasMore"] as? Bool) ?? false
+        let hasMore = answer.hasMore ?? false
         guard hasMore else { return .success(NotificationHistoryPage(signedPayloads: payloads, hasMore: false, paginationToken: nil)) }
-        guard let token = object["paginationToken"] as? String, queryValue(token) != nil else {
+        guard let token = answer.paginationToken, queryValue(token) != nil else {
             return .failure(MalformedPage(reason: "hasMore without a usable paginationToken"))
         }
         guard token != sentToken else { return .failure(MalformedPage(reason: "the paginationToken did not advance")) }

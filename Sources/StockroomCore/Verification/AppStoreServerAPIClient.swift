@@ -95,71 +95,60 @@ public final class AppStoreServerAPIClient: Sendable {
             }
     }
 
+    /// Get Transaction Info: production first, the sandbox on 4040010; 429 and 5xx and transport
+    /// failures retried within the policy; 401 and any other status are unavailable at once.
     private func lookUp(_ transactionID: String) async -> Lookup {
-        let clock = ContinuousClock()
-        let deadline = clock.now + policy.totalBudget
         var environment = StoreEnvironment.production
-        var attempts = 0
-        var lastFailure = "no attempt made"
-        while clock.now < deadline {
-            attempts += 1
-            let base = environment == .production ? endpoints.production : endpoints.sandbox
-            var wait = policy.backoff(beforeRetry: attempts)
-            do {
-                let token = try bearerToken()
-                let response = try await transport.send(
-                    UpstreamRequest(
-                        method: .get, url: "\(base)/inApps/v1/transactions/\(transactionID)",
-                        headers: [("Authorization", "Bearer \(token)")], timeout: deadline - clock.now, endpoint: "transactions"))
-                let object = JSONNesting.isShallow(response.body) ? try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] : nil
-                switch response.status {
-                case 200:
-                    guard let info = object?["signedTransactionInfo"] as? String else { return .unavailable(reason: "a 200 without signedTransactionInfo", retryAfter: policy.retryAfter) }
-                    return .found(signedTransactionInfo: info, environment: environment)
-                case 404 where (object?["errorCode"] as? Int) == 4040010:
-                    guard environment == .production else { return .notFound }
-                    environment = .sandbox
-                    attempts -= 1
-                    continue
-                case 404:
-                    return .notFound
-                case 401:
-                    logger.error("the App Store Server API refused our token; check the key, key ID and issuer ID")
-                    return .unavailable(reason: "the App Store Server API refused the credentials (401)", retryAfter: policy.retryAfter)
-                case 429:
-                    lastFailure = "rate limited (429)"
-                    // Honoured within the budget; a hostile or absurd value (1e30, NaN) cannot trap.
-                    if let seconds = response.headers["retry-after"].flatMap(Double.init), seconds.isFinite {
-                        wait = .milliseconds(Int64(exactly: (min(max(seconds, 0), 3600) * 1000).rounded()) ?? 0)
-                    }
-                case 500...599:
-                    lastFailure = "HTTP \(response.status)"
-                default:
-                    return .unavailable(reason: "HTTP \(response.status) from the App Store Server API", retryAfter: policy.retryAfter)
-                }
-            } catch let error as UpstreamError {
-                lastFailure = "\(error)"
-            } catch {
-                return .unavailable(reason: "the API token could not be signed: \(error)", retryAfter: policy.retryAfter)
+        return await policy.run { timeout in
+            let response: UpstreamResponse
+            switch await send(
+                .get, path: "/inApps/v1/transactions/\(transactionID)", environment: environment, timeout: timeout, endpoint: "transactions"
+            ) {
+            case .success(let answer): response = answer
+            case .failure(.transport(let error)): return .retry(reason: "\(error)")
+            case .failure(.token(let error)):
+                return .answered(.unavailable(reason: "the API token could not be signed: \(error)", retryAfter: policy.retryAfter))
             }
-            guard attempts < policy.maximumAttempts, clock.now + wait < deadline else { break }
-            try? await Task.sleep(for: wait)
+            switch response.status {
+            case 200:
+                guard let info = UpstreamJSON.decode(TransactionInfoResponse.self, from: response.body)?.signedTransactionInfo else {
+                    return .answered(.unavailable(reason: "a 200 without signedTransactionInfo", retryAfter: policy.retryAfter))
+                }
+                return .answered(.found(signedTransactionInfo: info, environment: environment))
+            case 404 where AppleErrorBody.of(response.body)?.errorCode == 4040010:
+                guard environment == .production else { return .answered(.notFound) }
+                environment = .sandbox
+                return .redirected()
+            case 404:
+                return .answered(.notFound)
+            case 401:
+                logger.error("the App Store Server API refused our token; check the key, key ID and issuer ID")
+                return .answered(
+                    .unavailable(reason: "the App Store Server API refused the credentials (401)", retryAfter: policy.retryAfter))
+            case 429:
+                // Honoured within the budget; a hostile or absurd value (1e30, NaN) cannot trap.
+                return .retry(reason: "rate limited (429)", after: RetryPolicy.wait(retryAfter: response.headers["retry-after"]))
+            case 500...599:
+                return .retry(reason: "HTTP \(response.status)")
+            default:
+                return .answered(
+                    .unavailable(reason: "HTTP \(response.status) from the App Store Server API", retryAfter: policy.retryAfter))
+            }
+        } givingUp: { attempts, lastFailure in
+            .unavailable(
+                reason: "the App Store Server API did not answer usably after \(attempts) attempt(s): \(lastFailure)",
+                retryAfter: policy.retryAfter)
         }
-        return .unavailable(reason: "the App Store Server API did not answer usably after \(attempts) attempt(s): \(lastFailure)", retryAfter: policy.retryAfter)
     }
 
     /// The bearer JWT, reused until a minute before it expires.
     func bearerToken(now: Date = Date()) throws(CryptoError) -> String {
         let issuedAt = Int64(now.timeIntervalSince1970)
         if let cached = cachedToken.withLock({ $0 }), cached.expires - 60 > issuedAt { return cached.token }
-        let header: [String: Any] = ["alg": "ES256", "kid": credentials.keyID, "typ": "JWT"]
-        let claims: [String: Any] = [
-            "iss": credentials.issuerID, "iat": issuedAt, "exp": issuedAt + Self.tokenLifetime,
-            "aud": "appstoreconnect-v1", "bid": credentials.bundleID,
-        ]
-        func part(_ object: [String: Any]) -> String {
-            ByteEncoding.base64URL(Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()))
-        }
+        let header = ServerAPITokenClaims.Header(kid: credentials.keyID)
+        let claims = ServerAPITokenClaims(
+            iss: credentials.issuerID, iat: issuedAt, exp: issuedAt + Self.tokenLifetime, bid: credentials.bundleID)
+        func part(_ value: some Encodable) -> String { ByteEncoding.base64URL(UpstreamBody.encode(value) ?? []) }
         let signingInput = part(header) + "." + part(claims)
         let token = signingInput + "." + ByteEncoding.base64URL(try credentials.privateKey.sign(Array(signingInput.utf8)))
         cachedToken.withLock { $0 = (token, issuedAt + Self.tokenLifetime) }

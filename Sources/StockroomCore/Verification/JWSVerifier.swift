@@ -28,8 +28,24 @@ public struct JWSVerifier: Sendable {
         self.chains = chains
     }
 
-    /// The verified payload bytes, or why not.
-    public func verify(_ jws: String) -> Result<[UInt8], JWSFailure> {
+    /// The one way a JWS is verified: the chain (or a chain verified before), the signature
+    /// and `signedDate`, then the payload decoded as `type` (through `UpstreamJSON`: no
+    /// duplicate key, no deep nesting). Whether it is for this app is the caller's check
+    /// (`SignedTransactionVerifier` makes it, and is the way in from outside this module).
+    func verify<Payload: SignedPayload>(_ jws: String, as type: Payload.Type) -> Result<Verified<Payload>, JWSFailure> {
+        switch verify(jws) {
+        case .failure(let failure): return .failure(failure)
+        case .success(let bytes):
+            // The bytes passed UpstreamJSON's checks when their signedDate was read.
+            guard let payload = try? JSONDecoder().decode(type, from: Data(bytes)) else {
+                return .failure(.malformed("the payload is not \(type.kind)"))
+            }
+            return .success(Verified(payload: payload, jws: jws))
+        }
+    }
+
+    /// The verified payload bytes, or why not: the verification itself, before any decoding.
+    func verify(_ jws: String) -> Result<[UInt8], JWSFailure> {
         // Split on the bytes: a StoreKit JWS carries 4 KB of certificates, and walking it as
         // Characters cost more than verifying the signature.
         let utf8 = jws.utf8
@@ -53,13 +69,11 @@ public struct JWSVerifier: Sendable {
             }
             // Not valid at this signedDate: the full verification says why.
         }
-        guard let headerBytes = ByteEncoding.decodeBase64(parts[0]),
-            JSONNesting.isShallow(headerBytes), let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any]
-        else { return .failure(.malformed("the header is not base64url JSON")) }
-        guard header["alg"] as? String == "ES256" else {
-            return .failure(.malformed("alg must be ES256, not \(header["alg"].map { "\($0)" } ?? "missing")"))
+        guard let header = JWSHeader.of(parts[0]) else { return .failure(.malformed("the header is not base64url JSON")) }
+        guard header.alg == "ES256" else {
+            return .failure(.malformed("alg must be ES256, not \(header.alg ?? "missing")"))
         }
-        guard let chain = header["x5c"] as? [String], chain.count == 3 else {
+        guard let chain = header.x5c, chain.count == 3 else {
             return .failure(.malformed("x5c must hold exactly 3 certificates"))
         }
         let signed: Signed
@@ -120,8 +134,7 @@ public struct JWSVerifier: Sendable {
     }
 
     private static func signed(_ parts: [Substring], input: [UInt8]) -> Result<Signed, JWSFailure> {
-        guard let payload = ByteEncoding.decodeBase64(parts[1]), JSONNesting.isShallow(payload),
-            let dated = try? JSONDecoder().decode(SignedDate.self, from: Data(payload))
+        guard let payload = ByteEncoding.decodeBase64(parts[1]), let dated = UpstreamJSON.decode(SignedDate.self, from: payload)
         else { return .failure(.malformed("the payload is not base64url JSON")) }
         guard let signedDate = dated.signedDate, signedDate.isFinite else {
             return .failure(.malformed("the payload has no signedDate"))

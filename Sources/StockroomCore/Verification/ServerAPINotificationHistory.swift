@@ -32,11 +32,19 @@ public struct NotificationHistoryQuery: Sendable, Equatable {
             return Int64(exactly: value)
         }
         guard let startMs = milliseconds(start), let endMs = milliseconds(end) else { return nil }
-        var object: [String: Any] = ["startDate": startMs, "endDate": endMs]
-        if onlyFailures { object["onlyFailures"] = true }
-        if let notificationType { object["notificationType"] = notificationType }
-        if let transactionID { object["transactionId"] = transactionID }
-        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])).map(Array.init)
+        return UpstreamBody.encode(
+            Body(
+                startDate: startMs, endDate: endMs, onlyFailures: onlyFailures ? true : nil, notificationType: notificationType,
+                transactionId: transactionID))
+    }
+
+    /// Apple's `NotificationHistoryRequest`; a nil member is left out.
+    private struct Body: Encodable {
+        var startDate: Int64
+        var endDate: Int64
+        var onlyFailures: Bool?
+        var notificationType: String?
+        var transactionId: String?
     }
 }
 

@@ -3,7 +3,9 @@ import Foundation
 /// A StoreKit 2 transaction, decoded from a verified JWS.
 ///
 /// See https://developer.apple.com/documentation/appstoreserverapi/jwstransactiondecodedpayload
-public struct SignedTransaction: Sendable, Equatable, Decodable {
+public struct SignedTransaction: SignedPayload, Equatable {
+    public static let kind = "a transaction"
+
     public var transactionId: String
     public var originalTransactionId: String
     public var productId: String
@@ -11,7 +13,7 @@ public struct SignedTransaction: Sendable, Equatable, Decodable {
     /// Milliseconds since 1970 (Apple may send fractions).
     public var purchaseDate: Int64
     public var type: String?
-    public var environment: String
+    public var environment: AppStoreEnvironment
     public var revocationDate: Int64?
     /// 0: refunded for another reason, 1: for an issue in the app.
     public var revocationReason: Int?
@@ -19,9 +21,8 @@ public struct SignedTransaction: Sendable, Equatable, Decodable {
     public var signedDate: Int64
     /// When an auto-renewable or non-renewing subscription ends; milliseconds since 1970.
     public var expiresDate: Int64?
-    /// `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`, on a revoked transaction.
-    /// See https://developer.apple.com/documentation/appstoreserverapi/revocationtype
-    public var revocationType: String?
+    /// Why it was revoked, on a revoked transaction.
+    public var revocationType: RevocationType?
     /// The share refunded by a prorated refund, in thousandths of a percent (0…100000).
     /// See https://developer.apple.com/documentation/appstoreserverapi/revocationpercentage
     public var revocationPercentage: Int?
@@ -47,18 +48,19 @@ public struct SignedTransaction: Sendable, Equatable, Decodable {
         bundleId = try container.decode(String.self, forKey: .bundleId)
         purchaseDate = try milliseconds(.purchaseDate)
         type = try container.decodeIfPresent(String.self, forKey: .type)
-        environment = try container.decode(String.self, forKey: .environment)
+        environment = try container.decode(AppStoreEnvironment.self, forKey: .environment)
         revocationDate = try container.decodeMilliseconds(.revocationDate)
         if let reason = try container.decodeIfPresent(Double.self, forKey: .revocationReason) {
             guard reason.isFinite, (0...1_000).contains(reason), let whole = Int(exactly: reason) else {
-                throw DecodingError.dataCorruptedError(forKey: .revocationReason, in: container, debugDescription: "revocationReason out of range")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .revocationReason, in: container, debugDescription: "revocationReason out of range")
             }
             revocationReason = whole
         }
         appAccountToken = try container.decodeIfPresent(String.self, forKey: .appAccountToken)
         signedDate = try milliseconds(.signedDate)
         expiresDate = try container.decodeMilliseconds(.expiresDate)
-        revocationType = try? container.decodeIfPresent(String.self, forKey: .revocationType)
+        revocationType = try? container.decodeIfPresent(RevocationType.self, forKey: .revocationType)
         if let percentage = try? container.decodeIfPresent(Double.self, forKey: .revocationPercentage), percentage.isFinite,
             (0...100_000).contains(percentage)
         {
@@ -73,6 +75,14 @@ public struct SignedTransaction: Sendable, Equatable, Decodable {
     }
 
     public var isRevoked: Bool { revocationDate != nil }
+
+    public func mismatch(bundleID: String, environment: StoreEnvironment?) -> JWSFailure? {
+        guard bundleId == bundleID else { return .wrongBundle(expected: bundleID, actual: bundleId) }
+        if let environment, self.environment != AppStoreEnvironment(environment) {
+            return .wrongEnvironment(expected: environment, actual: self.environment.rawValue)
+        }
+        return nil
+    }
 }
 
 /// Verifies StoreKit 2 signed transactions locally, then checks bundle and environment.
@@ -94,22 +104,22 @@ public struct SignedTransactionVerifier: Sendable {
         self.environment = environment
     }
 
-    /// The transaction a JWS carries once its signature, chain, bundle and environment check
-    /// out; a payload whose numbers do not fit is `.malformed`, never a trap.
-    public func verify(_ signedTransaction: String) -> Result<SignedTransaction, JWSFailure> {
-        if let xcode, XcodeTransactionVerifier.isXcodeShaped(signedTransaction) { return xcode.verify(signedTransaction, bundleID: bundleID) }
-        let payload: [UInt8]
-        switch jws.verify(signedTransaction) {
-        case .success(let bytes): payload = bytes
+    /// The one way in: `jws` verified (`JWSVerifier`: chain, signature, `signedDate`), decoded
+    /// as `type`, and checked against this app's bundle and environment. With `xcode`, a
+    /// transaction of Xcode's shape is verified locally instead. A payload whose numbers do not
+    /// fit is `.malformed`, never a trap.
+    public func verify<Payload: SignedPayload>(_ jws: String, as type: Payload.Type) -> Result<Verified<Payload>, JWSFailure> {
+        if let xcode, let local = xcode.verify(jws, as: type, bundleID: bundleID) { return local }
+        switch self.jws.verify(jws, as: type) {
         case .failure(let failure): return .failure(failure)
+        case .success(let verified):
+            if let mismatch = verified.payload.mismatch(bundleID: bundleID, environment: environment) { return .failure(mismatch) }
+            return .success(verified)
         }
-        guard JSONNesting.isShallow(payload), let transaction = try? JSONDecoder().decode(SignedTransaction.self, from: Data(payload)) else {
-            return .failure(.malformed("the payload is not a transaction"))
-        }
-        guard transaction.bundleId == bundleID else { return .failure(.wrongBundle(expected: bundleID, actual: transaction.bundleId)) }
-        if let environment, transaction.environment != environment.rawValue {
-            return .failure(.wrongEnvironment(expected: environment, actual: transaction.environment))
-        }
-        return .success(transaction)
+    }
+
+    /// The transaction a JWS carries once its signature, chain, bundle and environment check out.
+    public func verify(_ signedTransaction: String) -> Result<SignedTransaction, JWSFailure> {
+        verify(signedTransaction, as: SignedTransaction.self).map(\.payload)
     }
 }

@@ -23,53 +23,45 @@ extension AppStoreServerAPIClient {
             else { return .failure(.unavailable(reason: "the App Store sent an unusable revision", retryAfter: policy.retryAfter)) }
             query += "&revision=\(encoded)"
         }
-        let clock = ContinuousClock()
-        let deadline = clock.now + policy.totalBudget
         var current = environment ?? .production
-        var attempts = 0
-        var lastFailure = "no attempt made"
-        while clock.now < deadline {
-            attempts += 1
-            let base = current == .production ? endpoints.production : endpoints.sandbox
-            var wait = policy.backoff(beforeRetry: attempts)
-            do {
-                let response = try await transport.send(
-                    UpstreamRequest(
-                        method: .get, url: "\(base)/inApps/v2/history/\(transactionID)\(query)",
-                        headers: [("Authorization", "Bearer \(try bearerToken())")], timeout: deadline - clock.now, endpoint: "history"))
-                let object = JSONNesting.isShallow(response.body) ? try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any] : nil
-                switch response.status {
-                case 200:
-                    guard let object, let page = Self.page(object, environment: current) else {
-                        return .failure(.unavailable(reason: "the transaction history is not in Apple's shape", retryAfter: policy.retryAfter))
-                    }
-                    return .success(page)
-                case 404 where (object?["errorCode"] as? Int) == 4040010:
-                    guard environment == nil, current == .production else { return .failure(.notFound) }
-                    current = .sandbox
-                    attempts -= 1
-                    lastFailure = "production does not know it (4040010); the sandbox was not reached in time"
-                    continue
-                case 404:
-                    return .failure(.notFound)
-                case 429:
-                    lastFailure = "rate limited (429)"
-                    if let asked = RetryPolicy.wait(retryAfter: response.headers["retry-after"]) { wait = asked }
-                case 500...599:
-                    lastFailure = "HTTP \(response.status)"
-                default:
-                    return .failure(.unavailable(reason: "HTTP \(response.status) from the App Store Server API", retryAfter: policy.retryAfter))
-                }
-            } catch let error as UpstreamError {
-                lastFailure = "\(error)"
-            } catch {
-                return .failure(.unavailable(reason: "the API token could not be signed: \(error)", retryAfter: policy.retryAfter))
+        return await policy.run { timeout in
+            let response: UpstreamResponse
+            switch await send(
+                .get, path: "/inApps/v2/history/\(transactionID)\(query)", environment: current, timeout: timeout, endpoint: "history")
+            {
+            case .success(let answer): response = answer
+            case .failure(.transport(let error)): return .retry(reason: "\(error)")
+            case .failure(.token(let error)):
+                return .answered(
+                    .failure(.unavailable(reason: "the API token could not be signed: \(error)", retryAfter: policy.retryAfter)))
             }
-            guard attempts < policy.maximumAttempts, clock.now + wait < deadline else { break }
-            try? await Task.sleep(for: wait)
+            switch response.status {
+            case 200:
+                guard let page = Self.page(response.body, environment: current) else {
+                    return .answered(
+                        .failure(.unavailable(reason: "the transaction history is not in Apple's shape", retryAfter: policy.retryAfter)))
+                }
+                return .answered(.success(page))
+            case 404 where AppleErrorBody.of(response.body)?.errorCode == 4040010:
+                guard environment == nil, current == .production else { return .answered(.failure(.notFound)) }
+                current = .sandbox
+                return .redirected(reason: "production does not know it (4040010); the sandbox was not reached in time")
+            case 404:
+                return .answered(.failure(.notFound))
+            case 429:
+                return .retry(reason: "rate limited (429)", after: RetryPolicy.wait(retryAfter: response.headers["retry-after"]))
+            case 500...599:
+                return .retry(reason: "HTTP \(response.status)")
+            default:
+                return .answered(
+                    .failure(.unavailable(reason: "HTTP \(response.status) from the App Store Server API", retryAfter: policy.retryAfter)))
+            }
+        } givingUp: { attempts, lastFailure in
+            .failure(
+                .unavailable(
+                    reason: "the transaction history did not answer usably after \(attempts) attempt(s): \(lastFailure)",
+                    retryAfter: policy.retryAfter))
         }
-        return .failure(
-            .unavailable(reason: "the transaction history did not answer usably after \(attempts) attempt(s): \(lastFailure)", retryAfter: policy.retryAfter))
     }
 
     /// Every page of the customer's history, at most `maximumPages` of them: more is a failure,
@@ -88,25 +80,30 @@ extension AppStoreServerAPIClient {
                 signed += answer.signedTransactions
                 environment = answer.environment
                 progress(page, signed.count)
-                guard answer.hasMore else { return .success(TransactionHistory(signedTransactions: signed, environment: answer.environment, pages: page)) }
+                guard answer.hasMore else {
+                    return .success(TransactionHistory(signedTransactions: signed, environment: answer.environment, pages: page))
+                }
                 guard let next = answer.revision, next != revision else {
-                    return .failure(.unavailable(reason: "the history says it has more but gives no new revision", retryAfter: policy.retryAfter))
+                    return .failure(
+                        .unavailable(reason: "the history says it has more but gives no new revision", retryAfter: policy.retryAfter))
                 }
                 revision = next
             }
         }
-        return .failure(.unavailable(reason: "the history has more than \(maximumPages) pages; not followed further", retryAfter: policy.retryAfter))
+        return .failure(
+            .unavailable(reason: "the history has more than \(maximumPages) pages; not followed further", retryAfter: policy.retryAfter))
     }
 
     /// RFC 3986 unreserved characters: everything else in a revision is percent-encoded.
     private static let revisionCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// A `HistoryResponse` read within bounds; nil when it is not one.
-    private static func page(_ object: [String: Any], environment: StoreEnvironment) -> TransactionHistoryPage? {
-        guard let signed = object["signedTransactions"] as? [String], signed.count <= TransactionHistoryPage.largestPage else { return nil }
-        let hasMore = (object["hasMore"] as? Bool) ?? false
+    private static func page(_ body: [UInt8], environment: StoreEnvironment) -> TransactionHistoryPage? {
+        guard let answer = UpstreamJSON.decode(HistoryResponse.self, from: body),
+            answer.signedTransactions.count <= TransactionHistoryPage.largestPage
+        else { return nil }
         return TransactionHistoryPage(
-            signedTransactions: signed, hasMore: hasMore, revision: object["revision"] as? String, bundleID: object["bundleId"] as? String,
-            environment: environment)
+            signedTransactions: answer.signedTransactions, hasMore: answer.hasMore ?? false, revision: answer.revision,
+            bundleID: answer.bundleId, environment: environment)
     }
 }

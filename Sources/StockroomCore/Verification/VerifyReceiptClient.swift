@@ -35,70 +35,60 @@ public struct VerifyReceiptClient: Sendable {
     /// Asks Apple about `receiptData` (base64: an app receipt or a transaction receipt). Never
     /// throws: a fault is `.unavailable`; 21006 is a receipt marked `subscriptionExpired`.
     public func verify(receiptData: String) async -> Outcome {
-        let clock = ContinuousClock()
-        let deadline = clock.now + policy.totalBudget
         var environment = StoreEnvironment.production
         var switchedEnvironment = false
-        var attempts = 0
         var retriedMalformed = false
-        var lastFailure = "no attempt made"
         let body = requestBody(receiptData)
-
-        while true {
-            let remaining = deadline - clock.now
-            guard remaining > .milliseconds(10) else { break }
-            attempts += 1
-            let step = await call(environment: environment, body: body, timeout: remaining)
-            switch step {
-            case .transient(let failure):
-                lastFailure = failure
-            case .answer(let response):
-                switch response.status {
-                case 0:
-                    return interpret(response, calledAt: environment)
-                case 21006:
-                    // Genuine, but the subscription has expired: never valid. With the receipt
-                    // in the answer the verifier names the expired transaction.
-                    guard response.receipt != nil || response.latestExpiredReceiptInfo != nil else {
-                        return .rejected(.upstreamStatus(21006))
-                    }
-                    var receipt = Self.receipt(from: response, calledAt: environment)
-                    receipt.subscriptionExpired = true
-                    return .receipt(receipt)
-                case 21007 where environment == .production && !switchedEnvironment,
-                    21008 where environment == .sandbox && !switchedEnvironment:
-                    environment = environment == .production ? .sandbox : .production
-                    switchedEnvironment = true
-                    attempts -= 1  // a redirect, not a retry
-                    continue
-                case 21007, 21008:
-                    return .rejected(.environmentMismatch)
-                case 21002:
-                    guard !retriedMalformed else { return .rejected(.malformedReceipt) }
-                    retriedMalformed = true
-                    lastFailure = "status 21002"
-                case 21003:
-                    return .rejected(.notAuthentic)
-                case _ where Self.isTransient(response):
-                    lastFailure = "status \(response.status)"
-                case let status where Self.isOurFault(status):
-                    // A bad request or a wrong shared secret: keep the receipt, fix the configuration.
-                    logger.error("verifyReceipt refused our request", metadata: ["status": .stringConvertible(status)])
-                    return .unavailable(
-                        reason: "the App Store refused the request (status \(status)); check the shared secret",
-                        retryAfter: policy.retryAfter)
-                case let status:
-                    return .rejected(.upstreamStatus(status))
-                }
+        return await policy.run(leastUseful: .milliseconds(10)) { timeout in
+            let response: VerifyReceiptResponse
+            switch await call(environment: environment, body: body, timeout: timeout) {
+            case .transient(let failure): return .retry(reason: failure)
+            case .answer(let answer): response = answer
             }
-            guard attempts < policy.maximumAttempts else { break }
-            let wait = policy.backoff(beforeRetry: attempts)
-            guard clock.now + wait < deadline else { break }
+            switch response.status {
+            case 0:
+                return .answered(interpret(response, calledAt: environment))
+            case 21006:
+                // Genuine, but the subscription has expired: never valid. With the receipt
+                // in the answer the verifier names the expired transaction.
+                guard response.receipt != nil || response.latestExpiredReceiptInfo != nil else {
+                    return .answered(.rejected(.upstreamStatus(21006)))
+                }
+                var receipt = Self.receipt(from: response, calledAt: environment)
+                receipt.subscriptionExpired = true
+                return .answered(.receipt(receipt))
+            case 21007 where environment == .production && !switchedEnvironment,
+                21008 where environment == .sandbox && !switchedEnvironment:
+                environment = environment == .production ? .sandbox : .production
+                switchedEnvironment = true
+                return .redirected()
+            case 21007, 21008:
+                return .answered(.rejected(.environmentMismatch))
+            case 21002:
+                guard !retriedMalformed else { return .answered(.rejected(.malformedReceipt)) }
+                retriedMalformed = true
+                return .retry(reason: "status 21002")
+            case 21003:
+                return .answered(.rejected(.notAuthentic))
+            case _ where Self.isTransient(response):
+                return .retry(reason: "status \(response.status)")
+            case let status where Self.isOurFault(status):
+                // A bad request or a wrong shared secret: keep the receipt, fix the configuration.
+                logger.error("verifyReceipt refused our request", metadata: ["status": .stringConvertible(status)])
+                return .answered(
+                    .unavailable(
+                        reason: "the App Store refused the request (status \(status)); check the shared secret",
+                        retryAfter: policy.retryAfter))
+            case let status:
+                return .answered(.rejected(.upstreamStatus(status)))
+            }
+        } beforeRetry: { attempts, lastFailure in
             logger.debug("retrying verifyReceipt", metadata: ["attempt": .stringConvertible(attempts), "after": .string(lastFailure)])
-            try? await Task.sleep(for: wait)
+        } givingUp: { attempts, lastFailure in
+            logger.warning("verifyReceipt unavailable", metadata: ["attempts": .stringConvertible(attempts), "last": .string(lastFailure)])
+            return .unavailable(
+                reason: "the App Store did not answer usably after \(attempts) attempt(s): \(lastFailure)", retryAfter: policy.retryAfter)
         }
-        logger.warning("verifyReceipt unavailable", metadata: ["attempts": .stringConvertible(attempts), "last": .string(lastFailure)])
-        return .unavailable(reason: "the App Store did not answer usably after \(attempts) attempt(s): \(lastFailure)", retryAfter: policy.retryAfter)
     }
 
     private enum Step {
@@ -117,7 +107,7 @@ public struct VerifyReceiptClient: Sendable {
             return .transient("\(error)")
         }
         guard response.status == 200 else { return .transient("HTTP \(response.status)") }
-        guard JSONNesting.isShallow(response.body), let decoded = try? JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(response.body)), decoded.status >= 0 else {
+        guard let decoded = UpstreamJSON.decode(VerifyReceiptResponse.self, from: response.body), decoded.status >= 0 else {
             return .transient("a body that is not verifyReceipt JSON")
         }
         return .answer(decoded)
@@ -152,8 +142,19 @@ public struct VerifyReceiptClient: Sendable {
     }
 
     private func requestBody(_ receiptData: String) -> [UInt8] {
-        var object: [String: Any] = ["receipt-data": receiptData, "exclude-old-transactions": false]
-        if let sharedSecret { object["password"] = sharedSecret }
-        return Array((try? JSONSerialization.data(withJSONObject: object)) ?? Data())
+        UpstreamBody.encode(RequestBody(receiptData: receiptData, password: sharedSecret)) ?? []
+    }
+
+    /// Apple's `requestBody`; without a shared secret, `password` is left out.
+    ///
+    /// See https://developer.apple.com/documentation/appstorereceipts/requestbody
+    private struct RequestBody: Encodable {
+        var receiptData: String
+        var password: String?
+        var excludeOldTransactions = false
+
+        enum CodingKeys: String, CodingKey {
+            case receiptData = "receipt-data", password, excludeOldTransactions = "exclude-old-transactions"
+        }
     }
 }

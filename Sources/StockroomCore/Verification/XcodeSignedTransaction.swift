@@ -12,8 +12,6 @@ import Foundation
 /// See https://developer.apple.com/documentation/storekit/appstore/environment/xcode
 /// and https://developer.apple.com/documentation/xcode/setting-up-storekit-testing-in-xcode
 public struct XcodeTransactionVerifier: Sendable {
-    /// The environment Xcode writes into its transactions.
-    public static let environment = "Xcode"
     /// The StoreKit Test certificate exported from Xcode (Editor ▸ Save Public Certificate); nil
     /// accepts any self-signed one.
     public let pinned: Certificate?
@@ -26,28 +24,34 @@ public struct XcodeTransactionVerifier: Sendable {
     /// JWS are verified here; every other one goes through the App Store chain as before.
     public static func isXcodeShaped(_ jws: String) -> Bool {
         guard let header = jws.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first,
-            header.utf8.count <= 16 * 1024, let bytes = ByteEncoding.decodeBase64(header),
-            JSONNesting.isShallow(bytes), let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
-            let chain = object["x5c"] as? [Any]
+            header.utf8.count <= 16 * 1024, let count = JWSHeader.of(header)?.x5cCount
         else { return false }
-        return chain.count == 1
+        return count == 1
+    }
+
+    /// `SignedTransactionVerifier`'s way here: a transaction of Xcode's shape, verified; nil for
+    /// any other JWS or payload type, which the App Store chain verifies.
+    func verify<Payload: SignedPayload>(_ jws: String, as type: Payload.Type, bundleID: String) -> Result<Verified<Payload>, JWSFailure>? {
+        guard type == SignedTransaction.self, Self.isXcodeShaped(jws) else { return nil }
+        return verify(jws, bundleID: bundleID).flatMap { transaction in
+            guard let payload = transaction as? Payload else { return .failure(.malformed("the payload is not \(type.kind)")) }
+            return .success(Verified(payload: payload, jws: jws))
+        }
     }
 
     /// The transaction, its environment recorded as `Sandbox`, or why not.
-    public func verify(_ jws: String, bundleID: String) -> Result<SignedTransaction, JWSFailure> {
+    func verify(_ jws: String, bundleID: String) -> Result<SignedTransaction, JWSFailure> {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = ByteEncoding.decodeBase64(parts[0]),
-            JSONNesting.isShallow(headerBytes), let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any]
-        else { return .failure(.malformed("the header is not base64url JSON")) }
-        guard header["alg"] as? String == "ES256" else { return .failure(.malformed("alg must be ES256")) }
-        guard let chain = header["x5c"] as? [String], chain.count == 1 else { return .failure(.malformed("an Xcode x5c holds one certificate")) }
+        guard parts.count == 3, let header = JWSHeader.of(parts[0]) else { return .failure(.malformed("the header is not base64url JSON")) }
+        guard header.alg == "ES256" else { return .failure(.malformed("alg must be ES256")) }
+        guard let chain = header.x5c, chain.count == 1 else { return .failure(.malformed("an Xcode x5c holds one certificate")) }
         guard let payload = ByteEncoding.decodeBase64(parts[1]),
-            var transaction = JSONNesting.isShallow(payload) ? try? JSONDecoder().decode(SignedTransaction.self, from: Data(payload)) : nil
+            var transaction = UpstreamJSON.decode(SignedTransaction.self, from: payload)
         else { return .failure(.malformed("the payload is not a transaction")) }
         guard Double(transaction.signedDate) <= JWSVerifier.signedDateRange.upperBound, transaction.signedDate >= 0 else {
             return .failure(.malformed("signedDate must be milliseconds between 1970 and 2100"))
         }
-        guard transaction.environment == Self.environment else {
+        guard transaction.environment == .xcode else {
             return .failure(.malformed("one self-signed certificate signs only environment Xcode, not \(transaction.environment)"))
         }
         guard let signature = ByteEncoding.decodeBase64(parts[2]), signature.count == 64 else {
@@ -65,7 +69,7 @@ public struct XcodeTransactionVerifier: Sendable {
             return .failure(.badSignature)
         }
         guard transaction.bundleId == bundleID else { return .failure(.wrongBundle(expected: bundleID, actual: transaction.bundleId)) }
-        transaction.environment = StoreEnvironment.sandbox.rawValue
+        transaction.environment = .sandbox
         return .success(transaction)
     }
 }

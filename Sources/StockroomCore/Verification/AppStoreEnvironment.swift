@@ -1,0 +1,37 @@
+/// The `environment` an App Store payload names: Apple's four, or one it adds later.
+///
+/// See https://developer.apple.com/documentation/appstoreserverapi/environment
+public enum AppStoreEnvironment: AppleEnumeration {
+    case production
+    case sandbox
+    /// StoreKit Testing in Xcode.
+    case xcode
+    /// StoreKit Testing in Xcode with a local server (Apple's `LocalTesting`).
+    case localTesting
+    case unrecognized(String)
+
+    public static let recognized: [AppStoreEnvironment] = [.production, .sandbox, .xcode, .localTesting]
+
+    public var rawValue: String {
+        switch self {
+        case .production: "Production"
+        case .sandbox: "Sandbox"
+        case .xcode: "Xcode"
+        case .localTesting: "LocalTesting"
+        case .unrecognized(let raw): raw
+        }
+    }
+
+    /// The ledger's environment for it: Production and Sandbox only.
+    public var storeEnvironment: StoreEnvironment? {
+        switch self {
+        case .production: .production
+        case .sandbox: .sandbox
+        default: nil
+        }
+    }
+
+    public init(_ environment: StoreEnvironment) {
+        self = environment == .production ? .production : .sandbox
+    }
+}
