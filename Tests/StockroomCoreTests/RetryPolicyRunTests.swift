@@ -5,8 +5,9 @@ import Testing
 /// Issue 19: the one retry loop every upstream call goes through (verifyReceipt, Get Transaction
 /// Info, Get Transaction History, Get Notification History).
 @Suite struct RetryPolicyRunTests {
+    /// Waits of a millisecond and a budget no stall of a loaded test machine uses up.
     static let quick = RetryPolicy(
-        maximumAttempts: 3, initialBackoff: .milliseconds(1), maximumBackoff: .milliseconds(1), totalBudget: .seconds(5))
+        maximumAttempts: 3, initialBackoff: .milliseconds(1), maximumBackoff: .milliseconds(1), totalBudget: .seconds(60))
 
     @Test func attemptsStopAtTheMaximumAndGivingUpHearsTheLastFailure() async {
         var calls = 0
@@ -54,7 +55,7 @@ import Testing
             "\(attempts)"
         }
         #expect(answer == "1" && retries == 0)
-        #expect(ContinuousClock.now - start < .seconds(4))
+        #expect(ContinuousClock.now - start < .seconds(30))
     }
 
     @Test func eachAttemptIsGivenWhatIsLeftOfTheBudget() async {
@@ -66,7 +67,7 @@ import Testing
             false
         }
         #expect(timeouts.count == 3)
-        #expect(timeouts.allSatisfy { $0 <= .seconds(5) && $0 > .seconds(4) })
+        #expect(timeouts.allSatisfy { $0 <= .seconds(60) && $0 > .seconds(45) })
         #expect(timeouts == timeouts.sorted(by: >))
     }
 }
