@@ -47,7 +47,7 @@ import Testing
             transactionID: "1", originalTransactionID: "1", productID: "p.q", purchaseDate: Milliseconds.of(now) - 2_000, expiresDate: Milliseconds.of(now) - 1_000)
         let renewal = ReceiptTransaction(
             transactionID: "2", originalTransactionID: "1", productID: "p.q", purchaseDate: Milliseconds.of(now) - 3_000, expiresDate: Milliseconds.of(now) + 60_000)
-        let receipt = AppleReceipt(environment: .production, bundleID: "a.b", inApp: [lapsed], latestReceiptInfo: [renewal])
+        let receipt = VerifyReceiptAnswer(environment: .production, bundleID: "a.b", inApp: [lapsed], latestReceiptInfo: [renewal])
         let verdict = AppStoreReceiptVerifier.check(receipt, VerificationRequest(receiptData: "", productID: "p.q"), bundleID: "a.b", now: now)
         guard case .valid(let verified) = verdict else { Issue.record("\(verdict)"); return }
         #expect(verified.transaction?.transactionID == "2")
@@ -57,7 +57,7 @@ import Testing
 
     @Test func the21006FlagIsExpiredWhateverOurClockSays() {
         let transaction = ReceiptTransaction(transactionID: "1", originalTransactionID: "1", productID: "p.q", purchaseDate: 0)
-        var receipt = AppleReceipt(environment: .production, bundleID: "a.b", inApp: [transaction], latestReceiptInfo: [])
+        var receipt = VerifyReceiptAnswer(environment: .production, bundleID: "a.b", inApp: [transaction], latestReceiptInfo: [])
         receipt.subscriptionExpired = true
         #expect(AppStoreReceiptVerifier.check(receipt, VerificationRequest(receiptData: ""), bundleID: "a.b") == .invalid(.expired(transaction)))
         #expect(AppStoreReceiptVerifier.check(receipt, VerificationRequest(receiptData: ""), bundleID: "x.y") == .invalid(.bundleMismatch(expected: "x.y", actual: "a.b")))

@@ -289,7 +289,7 @@ import Testing
     }
 
     @Test func anEmptyInAppIsItsOwnReason() {
-        let receipt = AppleReceipt(environment: .production, bundleID: "a.b", inApp: [], latestReceiptInfo: [])
+        let receipt = VerifyReceiptAnswer(environment: .production, bundleID: "a.b", inApp: [], latestReceiptInfo: [])
         #expect(AppStoreReceiptVerifier.check(receipt, VerificationRequest(receiptData: "x", productID: "p.q"), bundleID: "a.b") == .invalid(.emptyReceipt))
     }
 

@@ -14,8 +14,8 @@ public struct VerifiedProof: Sendable, Equatable {
     public private(set) var expiresAt: Date?
     /// Set when Apple reports the purchase refunded or revoked.
     public private(set) var revokedAt: Date?
-    /// Apple's `revocationType` with a revocation (StoreKit 2): `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`.
-    public private(set) var revocationType: String?
+    /// Apple's `revocationType` with a revocation (StoreKit 2).
+    public private(set) var revocationType: RevocationType?
     /// The app account the proof itself binds the purchase to (StoreKit 2).
     public let appAccountToken: String?
     public let kind: Fulfilment.ProofKind
@@ -84,7 +84,7 @@ public struct VerifiedProof: Sendable, Equatable {
         self.environment = environment
         expiresAt = transaction.expiresDate.map(Self.date)
         revokedAt = transaction.revocationDate.map(Self.date)
-        revocationType = transaction.revocationDate == nil ? nil : transaction.revocationType?.rawValue
+        revocationType = transaction.revocationDate == nil ? nil : transaction.revocationType
         appAccountToken = transaction.appAccountToken?.lowercased()
         kind = .signedTransaction
         proof = jws
@@ -106,7 +106,7 @@ public struct VerifiedProof: Sendable, Equatable {
     /// Under `--prorated-refund keep`: a prorated refund's revocation does not end the
     /// entitlement. Any other revocation stands.
     public func keepingProratedRefund() -> VerifiedProof {
-        guard revokedAt != nil, revocationType == "REFUND_PRORATED" else { return self }
+        guard revokedAt != nil, revocationType == .refundProrated else { return self }
         var copy = self
         copy.revokedAt = nil
         return copy

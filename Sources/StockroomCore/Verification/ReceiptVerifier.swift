@@ -65,7 +65,7 @@ public final class AppStoreReceiptVerifier: ReceiptVerifier {
     /// The current time, for expiry; injectable for tests.
     public let now: @Sendable () -> Date
     private let flights = SingleFlight<VerifyReceiptClient.Outcome>()
-    private let cache: VerdictCache<AppleReceipt>
+    private let cache: VerdictCache<VerifyReceiptAnswer>
 
     public init(client: VerifyReceiptClient, bundleID: String, cacheInterval: Duration = .seconds(300), now: @escaping @Sendable () -> Date = { Date() }) {
         self.client = client
@@ -85,7 +85,7 @@ public final class AppStoreReceiptVerifier: ReceiptVerifier {
     public func verify(
         _ proof: ReceiptProof, productID: String?, transactionID: String?, freshness: VerificationFreshness = .cachedAllowed
     ) async -> ReceiptVerdict {
-        let claim = Claim(productID: productID, transactionID: transactionID)
+        let claim = RequestedPurchase(productID: productID, transactionID: transactionID)
         switch await answer(proof, freshness: freshness) {
         case .receipt(let receipt): return Self.check(receipt, claim, bundleID: bundleID, now: now())
         case .rejected(let reason): return .invalid(reason)
@@ -99,7 +99,7 @@ public final class AppStoreReceiptVerifier: ReceiptVerifier {
         var verdicts: [String: ReceiptVerdict] = [:]
         for id in transactionIDs {
             switch outcome {
-            case .receipt(let receipt): verdicts[id] = Self.check(receipt, Claim(productID: nil, transactionID: id), bundleID: bundleID, now: now())
+            case .receipt(let receipt): verdicts[id] = Self.check(receipt, RequestedPurchase(productID: nil, transactionID: id), bundleID: bundleID, now: now())
             case .rejected(let reason): verdicts[id] = .invalid(reason)
             case .unavailable(let reason, let retryAfter): verdicts[id] = .unavailable(reason: reason, retryAfter: retryAfter)
             }
@@ -118,17 +118,17 @@ public final class AppStoreReceiptVerifier: ReceiptVerifier {
     }
 
     /// What a request asks the receipt to prove.
-    struct Claim {
+    struct RequestedPurchase {
         var productID: String?
         var transactionID: String?
     }
 
     /// Stockroom's checks on a receipt Apple accepted.
-    static func check(_ receipt: AppleReceipt, _ request: VerificationRequest, bundleID: String, now: Date = Date()) -> ReceiptVerdict {
-        check(receipt, Claim(productID: request.productID, transactionID: request.transactionID), bundleID: bundleID, now: now)
+    static func check(_ receipt: VerifyReceiptAnswer, _ request: VerificationRequest, bundleID: String, now: Date = Date()) -> ReceiptVerdict {
+        check(receipt, RequestedPurchase(productID: request.productID, transactionID: request.transactionID), bundleID: bundleID, now: now)
     }
 
-    static func check(_ receipt: AppleReceipt, _ claim: Claim, bundleID: String, now: Date) -> ReceiptVerdict {
+    static func check(_ receipt: VerifyReceiptAnswer, _ claim: RequestedPurchase, bundleID: String, now: Date) -> ReceiptVerdict {
         guard receipt.bundleID == bundleID else { return .invalid(.bundleMismatch(expected: bundleID, actual: receipt.bundleID)) }
         guard !receipt.inApp.isEmpty else { return .invalid(.emptyReceipt) }
         // Apple's latest view first: it carries refunds made after the receipt was issued.

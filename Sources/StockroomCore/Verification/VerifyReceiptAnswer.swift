@@ -1,7 +1,7 @@
 import Foundation
 
 /// What verifyReceipt said about a valid receipt: the parts Stockroom's checks read.
-public struct AppleReceipt: Sendable, Equatable {
+public struct VerifyReceiptAnswer: Sendable, Equatable {
     public var environment: StoreEnvironment
     public var bundleID: String?
     /// The purchases the receipt itself lists (for a transaction receipt: its one transaction).

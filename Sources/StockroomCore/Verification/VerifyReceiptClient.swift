@@ -27,7 +27,7 @@ public struct VerifyReceiptClient: Sendable {
 
     /// What Apple's answer means for the receipt.
     public enum Outcome: Sendable, Equatable {
-        case receipt(AppleReceipt)
+        case receipt(VerifyReceiptAnswer)
         case rejected(RejectionReason)
         case unavailable(reason: String, retryAfter: Duration)
     }
@@ -132,9 +132,9 @@ public struct VerifyReceiptClient: Sendable {
         .receipt(Self.receipt(from: response, calledAt: environment))
     }
 
-    /// Both answer shapes in one `AppleReceipt`: Apple's latest view first (expired ones last).
-    static func receipt(from response: VerifyReceiptResponse, calledAt environment: StoreEnvironment) -> AppleReceipt {
-        AppleReceipt(
+    /// Both answer shapes in one `VerifyReceiptAnswer`: Apple's latest view first (expired ones last).
+    static func receipt(from response: VerifyReceiptResponse, calledAt environment: StoreEnvironment) -> VerifyReceiptAnswer {
+        VerifyReceiptAnswer(
             environment: response.environment ?? environment,
             bundleID: response.receipt?.bundleID,
             inApp: response.receipt?.inApp ?? [],
