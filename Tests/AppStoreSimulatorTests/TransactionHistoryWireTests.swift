@@ -10,7 +10,8 @@ import Testing
 @Suite struct TransactionHistoryWireTests {
     static let bundle = "com.example.stockroom.demo"
 
-    /// A live simulator and a client holding its published key; `policy` as the server's tests use.
+    /// A live simulator and a client holding its published key; its 60 s budget is a ceiling for a
+    /// loaded machine (a sandbox lookup follows production's 4040010 within the same budget).
     static func withAPI<Value: Sendable>(_ body: @Sendable @escaping (SimulatorControl, AppStoreServerAPIClient) async throws -> Value) async throws -> Value {
         var configuration = SimulatorConfiguration()
         configuration.port = 0
@@ -23,7 +24,7 @@ import Testing
                 privateKey: try ECPrivateKey(pem: published["privateKey"] ?? ""))
             let api = AppStoreServerAPIClient(
                 credentials: credentials, endpoints: .base(control.baseURL), transport: CurlHTTPClient(),
-                policy: RetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(10)))
+                policy: RetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(60)))
             return try await body(control, api)
         }
     }

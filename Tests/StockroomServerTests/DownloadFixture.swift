@@ -92,10 +92,10 @@ struct DownloadFixture: Sendable {
 
     /// A snapshot once the ledger has settled: a download's end is recorded after its body went
     /// out, so right after a 200 the attempt may not be logged yet (more so on PostgreSQL).
-    /// Waits (up to 5 s) for two equal snapshots 100 ms apart.
+    /// Waits (up to 30 s, a ceiling for a loaded machine) for two equal snapshots 100 ms apart.
     func settledSnapshot() async throws -> [String] {
         var last = try await snapshot()
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(100))
             let next = try await snapshot()
@@ -105,9 +105,10 @@ struct DownloadFixture: Sendable {
         return last
     }
 
-    /// Waits (up to 5 s) until the ledger satisfies `condition`, as the body's end is recorded after it is sent.
+    /// Waits (up to 30 s, a ceiling for a loaded machine) until the ledger satisfies `condition`, as
+    /// the body's end is recorded after it is sent.
     func eventually(_ condition: @Sendable () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             if try await condition() { return true }
             try await Task.sleep(for: .milliseconds(20))

@@ -283,7 +283,7 @@ import Testing
         let trust = try await fixture.control.trust(bundleID: "com.example.stockroom.demo")
         let client = AppStoreServerAPIClient(
             credentials: trust.credentials, endpoints: .base(fixture.control.baseURL), transport: CurlHTTPClient(),
-            policy: RetryPolicy(maximumAttempts: 2, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(5)),
+            policy: RetryPolicy(maximumAttempts: 2, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(60)),
             cacheInterval: .zero)
         let entitlements = Entitlements(
             ledger: fixture.ledger, receipts: UnusedReceiptVerifier(),
