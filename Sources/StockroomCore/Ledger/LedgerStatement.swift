@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One of the ledger's writes, written once for both engines in the SQL they share: numbered
 /// parameters (`?1`, `?2`, …, which SQLite reads as they are and PostgreSQL as `$1`, `$2`, …),
@@ -9,26 +10,40 @@ public struct LedgerStatement: Sendable, Equatable {
     public let arguments: [LedgerValue]
 
     public init(_ sql: String, _ arguments: [any LedgerBindable]) {
+        self.init(sql: sql, values: arguments.map(\.ledgerValue))
+    }
+
+    private init(sql: String, values: [LedgerValue]) {
         self.sql = sql
-        self.arguments = arguments.map(\.ledgerValue)
+        self.arguments = values
     }
 
     /// Inserts a whole row, its ID too when it has one; `conflict` is what follows `ON CONFLICT`.
-    public static func insert(_ row: some LedgerRow, onConflict conflict: String? = nil) -> LedgerStatement {
-        let columns = row.columns.filter { !($0.name == "id" && $0.value.ledgerValue == .null) }
-        let placeholders = (1...columns.count).map { "?\($0)" }.joined(separator: ", ")
-        let names = columns.map(\.name).joined(separator: ", ")
-        return LedgerStatement(
-            "INSERT INTO \(type(of: row).table) (\(names)) VALUES (\(placeholders))" + (conflict.map { " ON CONFLICT \($0)" } ?? ""),
-            columns.map(\.value))
+    public static func insert<Row: LedgerRow>(_ row: Row, onConflict conflict: String? = nil) -> LedgerStatement {
+        var names: [String] = []
+        var values: [LedgerValue] = []
+        for (name, value) in row.columns {
+            let bound = value.ledgerValue
+            if name == "id", bound == .null { continue }
+            names.append(name)
+            values.append(bound)
+        }
+        let sql = SQLText.cached(.init(row: ObjectIdentifier(Row.self), columns: names.count, conflict: conflict, update: false)) {
+            let placeholders = (1...names.count).map { "?\($0)" }.joined(separator: ", ")
+            return "INSERT INTO \(Row.table) (\(names.joined(separator: ", "))) VALUES (\(placeholders))" + (conflict.map { " ON CONFLICT \($0)" } ?? "")
+        }
+        return LedgerStatement(sql: sql, values: values)
     }
 
     /// Writes every column of a fulfilment but its key.
     public static func update(_ row: Fulfilment) -> LedgerStatement {
         let columns = row.columns
-        let names = columns.dropFirst().map(\.name).joined(separator: ", ")
-        let placeholders = (2...columns.count).map { "?\($0)" }.joined(separator: ", ")
-        return LedgerStatement("UPDATE fulfilments SET (\(names)) = (\(placeholders)) WHERE transaction_id = ?1", columns.map(\.value))
+        let sql = SQLText.cached(.init(row: ObjectIdentifier(Fulfilment.self), columns: columns.count, conflict: nil, update: true)) {
+            let names = columns.dropFirst().map(\.name).joined(separator: ", ")
+            let placeholders = (2...columns.count).map { "?\($0)" }.joined(separator: ", ")
+            return "UPDATE fulfilments SET (\(names)) = (\(placeholders)) WHERE transaction_id = ?1"
+        }
+        return LedgerStatement(sql: sql, values: columns.map(\.value.ledgerValue))
     }
 
     /// Keeps the newest `DownloadAttempt.keptPerTransaction` attempts of a transaction: the
@@ -95,6 +110,26 @@ extension LedgerWrites {
         var statements = insertedRows.map { LedgerStatement.insert($0) } + changedRows.map(LedgerStatement.update)
         for attempt in attempts { statements += [.insert(attempt), .trimAttempts(of: attempt.transactionID)] }
         return statements + settledPendingProofs.map(LedgerStatement.settle) + serverCalls.map(LedgerStatement.queue)
+    }
+}
+
+/// The text of the statements built from a row's columns, built once per shape: a download's
+/// writes otherwise joined some fifty column names and placeholders each time.
+private enum SQLText {
+    struct Shape: Hashable {
+        let row: ObjectIdentifier
+        let columns: Int
+        let conflict: String?
+        let update: Bool
+    }
+
+    static let texts = Mutex<[Shape: String]>([:])
+
+    static func cached(_ shape: Shape, _ build: () -> String) -> String {
+        if let text = texts.withLock({ $0[shape] }) { return text }
+        let text = build()
+        texts.withLock { $0[shape] = text }
+        return text
     }
 }
 

@@ -16,6 +16,15 @@ package enum JSONNesting {
     /// strings. Linear, with no allocation; malformed input that is shallow passes, and is left
     /// to the parser to refuse.
     package static func isShallow(_ bytes: some Sequence<UInt8>, limit: Int = JSONNesting.limit) -> Bool {
+        // Called across modules the generic body runs unspecialised, a witness call per byte;
+        // contiguous bytes (Data, ByteBuffer views, arrays) go through the specialised scan.
+        if let shallow = bytes.withContiguousStorageIfAvailable({ scan($0, limit: limit) }) {
+            return shallow
+        }
+        return scan(bytes, limit: limit)
+    }
+
+    private static func scan(_ bytes: some Sequence<UInt8>, limit: Int) -> Bool {
         var depth = 0
         var inString = false
         var escaped = false

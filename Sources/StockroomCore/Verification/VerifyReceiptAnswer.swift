@@ -70,19 +70,21 @@ public struct ReceiptTransaction: Sendable, Equatable, Codable {
         transactionID = try container.decodeLenientString(.transactionID)
         originalTransactionID = (try? container.decodeLenientString(.originalTransactionID)) ?? transactionID
         productID = try container.decode(String.self, forKey: .productID)
-        let count = try container.decodeLenientInteger(.quantity, default: 1)
+        let count = try container.decodeLenientInteger(.quantity, default: 1, usually: .string)
         guard (0...1_000_000).contains(count) else {
             throw DecodingError.dataCorruptedError(forKey: .quantity, in: container, debugDescription: "quantity out of range")
         }
         quantity = Int(count)
-        purchaseDate = try container.decodeMilliseconds(.purchaseDate) ?? 0
-        cancellationReason = try? container.decodeLenientString(.cancellationReason)
-        cancellationDate = try container.decodeMilliseconds(.cancellationDate)
-        if cancellationDate == nil, let text = try? other.decode(String.self, forKey: .cancellationDate), !text.isEmpty {
+        purchaseDate = try container.decodeMilliseconds(.purchaseDate, usually: .string) ?? 0
+        cancellationReason = container.contains(.cancellationReason) ? try? container.decodeLenientString(.cancellationReason) : nil
+        cancellationDate = try container.decodeMilliseconds(.cancellationDate, usually: .string)
+        if cancellationDate == nil, other.contains(.cancellationDate), let text = try? other.decode(String.self, forKey: .cancellationDate),
+            !text.isEmpty
+        {
             // Present means cancelled, whatever its spelling: fail safe.
             cancellationDate = Milliseconds.parse(text) ?? AppleDateText.milliseconds(text) ?? 0
         }
-        expiresDate = try container.decodeMilliseconds(.expiresDate)
+        expiresDate = try container.decodeMilliseconds(.expiresDate, usually: .string)
         if expiresDate == nil, other.contains(.expiresDate) {
             // Milliseconds in a transaction receipt's answer, a date string in an app receipt's.
             if let text = try? other.decode(String.self, forKey: .expiresDate) {
