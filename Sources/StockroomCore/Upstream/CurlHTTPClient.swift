@@ -159,13 +159,18 @@ private final class ResponseSink {
         let sink = Unmanaged<ResponseSink>.fromOpaque(context!).takeUnretainedValue()
         let length = size * count
         guard let data else { return length }
-        let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-        if line.hasPrefix("HTTP/") {
+        // Read as bytes: a header line is ASCII up to its value, and this runs for every line
+        // of every answer.
+        let line = UnsafeRawBufferPointer(start: data, count: length)
+        if line.starts(with: "HTTP/".utf8) {
             sink.headers = [:]  // a new status line (after a 100 Continue) starts over
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: [" ", "\t", "\r", "\n"])
-            sink.headers[name] = value
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            let name = String(decoding: line[..<colon].map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
+            let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A }
+            let rest = line[(colon + 1)...]
+            let start = rest.firstIndex { !isBlank($0) } ?? rest.endIndex
+            let end = rest.lastIndex { !isBlank($0) }.map { $0 + 1 } ?? start
+            sink.headers[name] = String(decoding: line[start..<max(start, end)], as: UTF8.self)
         }
         return length
     }
@@ -180,8 +185,3 @@ extension Duration {
     }
 }
 
-extension String {
-    fileprivate func trimmingCharacters(in set: Set<Character>) -> String {
-        String(self.drop(while: { set.contains($0) }).reversed().drop(while: { set.contains($0) }).reversed())
-    }
-}
