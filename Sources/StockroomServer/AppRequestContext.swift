@@ -18,6 +18,9 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, Cl
 
     /// Request bodies (receipts, JSON) are small; past 1 MiB is 413.
     public var maxUploadSize: Int { 1 << 20 }
+    /// `request.decode` and `ResponseEncodable` answers, with Stockroom's JSON rules.
+    public var requestDecoder: OperatorJSONDecoder { OperatorJSONDecoder() }
+    public var responseEncoder: OperatorJSONEncoder { OperatorJSONEncoder() }
 
     /// The address per-client limits count for `request` (see `ClientAddress`).
     public func clientAddress(of request: Request) -> String {

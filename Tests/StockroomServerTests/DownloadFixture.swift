@@ -92,17 +92,27 @@ struct DownloadFixture: Sendable {
 
     /// A snapshot once the ledger has settled: a download's end is recorded after its body went
     /// out, so right after a 200 the attempt may not be logged yet (more so on PostgreSQL).
-    /// Waits (up to 30 s, a ceiling for a loaded machine) for two equal snapshots 100 ms apart.
+    /// Waits (up to 30 s, a ceiling for a loaded machine) until every counted attempt is logged
+    /// (as many as the log keeps) and two snapshots 100 ms apart agree; two equal snapshots alone
+    /// were both taken before a late record on a loaded machine.
     func settledSnapshot() async throws -> [String] {
         var last = try await snapshot()
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(100))
             let next = try await snapshot()
-            if next == last { return next }
+            if next == last, try await everyAttemptLogged() { return next }
             last = next
         }
         return last
+    }
+
+    private func everyAttemptLogged() async throws -> Bool {
+        for row in try await ledger.list(FulfilmentFilter(limit: 10_000)) {
+            let logged = try await ledger.attempts(of: row.transactionID).count
+            if logged < min(row.attempts, DownloadAttempt.keptPerTransaction) { return false }
+        }
+        return true
     }
 
     /// Waits (up to 30 s, a ceiling for a loaded machine) until the ledger satisfies `condition`, as

@@ -26,7 +26,7 @@ struct AdminController<Context: RequestContext> {
         admin.get("jobs/:jobId", use: job)
     }
 
-    @Sendable func list(_ request: Request, context: Context) async throws -> Response {
+    @Sendable func list(_ request: Request, context: Context) async throws -> FulfilmentList {
         var filter = FulfilmentFilter(productID: request.uri.queryParameters.get("product"))
         if let state = request.uri.queryParameters.get("state") {
             guard let parsed = FulfilmentState(rawValue: state) else { throw AdminError.badRequest("unknown state \"\(state)\"") }
@@ -40,89 +40,82 @@ struct AdminController<Context: RequestContext> {
             guard let value = Int(limit), (1...10_000).contains(value) else { throw AdminError.badRequest("limit must be 1–10000") }
             filter.limit = value
         }
-        let rows = try await ledger.list(filter)
-        return Self.json(["fulfilments": rows.map { FulfilmentView($0) }])
+        return FulfilmentList(fulfilments: try await ledger.list(filter).map { FulfilmentView($0) })
     }
 
-    @Sendable func show(_ request: Request, context: Context) async throws -> Response {
+    @Sendable func show(_ request: Request, context: Context) async throws -> FulfilmentView {
         let id = try Self.transactionID(context)
         guard let row = try await ledger.fulfilment(id) else { throw DownloadError.refused(.unknownTransaction(id)) }
-        return Self.json(FulfilmentView(row, attempts: try await ledger.attempts(of: id)))
+        return FulfilmentView(row, attempts: try await ledger.attempts(of: id))
     }
 
-    @Sendable func refulfil(_ request: Request, context: Context) async throws -> Response {
+    @Sendable func refulfil(_ request: Request, context: Context) async throws -> Reverification {
         let id = try Self.transactionID(context)
         let dryRun = request.uri.queryParameters.get("dryRun") == "true"
         do {
-            return Self.json(try await entitlements.refulfil(id, dryRun: dryRun))
+            return try await entitlements.refulfil(id, dryRun: dryRun)
         } catch LedgerError.unknownTransaction {
             throw DownloadError.refused(.unknownTransaction(id))
         }
     }
 
-    @Sendable func revoke(_ request: Request, context: Context) async throws -> Response {
+    @Sendable func revoke(_ request: Request, context: Context) async throws -> Revoked {
         let id = try Self.transactionID(context)
         let reason = try await Self.reason(request, context: context)
         do {
             let changed = try await entitlements.revoke(id, reason: reason)
-            return Self.json(["revoked": changed.map(\.transactionID)])
+            return Revoked(revoked: changed.map(\.transactionID))
         } catch LedgerError.unknownTransaction {
             throw DownloadError.refused(.unknownTransaction(id))
         }
     }
 
     /// Lifts an operator's revocation; a refund's stays.
-    @Sendable func reinstate(_ request: Request, context: Context) async throws -> Response {
+    @Sendable func reinstate(_ request: Request, context: Context) async throws -> Reinstated {
         let id = try Self.transactionID(context)
         let reason = try await Self.reason(request, context: context)
         do {
             let lifted = try await entitlements.reinstate(id, reason: reason)
             let row = try await ledger.fulfilment(id)
-            return Self.json(Reinstated(reinstated: lifted.map(\.transactionID), state: row?.state.rawValue ?? "unknown"))
+            return Reinstated(reinstated: lifted.map(\.transactionID), state: row?.state.rawValue ?? "unknown")
         } catch LedgerError.unknownTransaction {
             throw DownloadError.refused(.unknownTransaction(id))
         }
     }
 
     /// Proofs kept while the App Store was unreachable (`?status=pending|rejected`).
-    @Sendable func pending(_ request: Request, context: Context) async throws -> Response {
+    @Sendable func pending(_ request: Request, context: Context) async throws -> PendingProofList {
         var status: PendingProof.Status?
         if let text = request.uri.queryParameters.get("status") {
             guard let parsed = PendingProof.Status(rawValue: text) else { throw AdminError.badRequest("unknown status \"\(text)\"") }
             status = parsed
         }
-        let proofs = try await ledger.pendingProofs(status: status, limit: 10_000)
-        return Self.json(["pendingProofs": proofs.map(PendingProofView.init)])
+        return PendingProofList(pendingProofs: try await ledger.pendingProofs(status: status, limit: 10_000).map(PendingProofView.init))
     }
 
     /// Starts re-verifying every kept pending proof (`stockroom refulfil --pending`) as a job and
     /// answers at once (202) with it; while one runs, 409 names it.
-    @Sendable func refulfilPending(_ request: Request, context: Context) async throws -> Response {
+    @Sendable func refulfilPending(_ request: Request, context: Context) async throws -> EditedResponse<ReverificationJobs.Job.View> {
         let dryRun = request.uri.queryParameters.get("dryRun") == "true"
         switch jobs.start(dryRun: dryRun) {
         case .started(let job):
-            var response = Self.json(job.view)
-            response.status = .accepted
-            response.headers[.location] = "/v1/admin/jobs/\(job.id)"
-            return response
+            return EditedResponse(status: .accepted, headers: [.location: "/v1/admin/jobs/\(job.id)"], response: job.view)
         case .busy(let job):
             throw AdminError.jobRunning(job.id)
         }
     }
 
     /// A re-fulfilment job: its progress, and its outcomes once done.
-    @Sendable func job(_ request: Request, context: Context) async throws -> Response {
+    @Sendable func job(_ request: Request, context: Context) async throws -> ReverificationJobs.Job.View {
         let id = try context.parameters.require("jobId")
         guard let job = jobs.job(id) else { throw AdminError.unknownJob }
-        return Self.json(job.view)
+        return job.view
     }
 
     /// The `{"reason": "…"}` body of revoke and reinstate.
     private static func reason(_ request: Request, context: Context) async throws -> String {
-        let body = try await request.body.collect(upTo: context.maxUploadSize)
-        guard JSONNesting.isShallow(body.readableBytesView), let reason = try? JSONDecoder().decode(ReasonBody.self, from: Data(buffer: body)).reason,
-            !reason.trimmingCharacters(in: .whitespaces).isEmpty
-        else { throw AdminError.badRequest("the body must be {\"reason\": \"…\"}") }
+        let reason = try? await request.decode(as: ReasonBody.self, context: context).reason
+        guard let reason, !reason.trimmingCharacters(in: .whitespaces).isEmpty else { throw AdminError.badRequest("the body must be {\"reason\": \"…\"}") }
         return reason
     }
 
@@ -132,18 +125,30 @@ struct AdminController<Context: RequestContext> {
         return id
     }
 
-    private static func json(_ value: some Encodable) -> Response {
-        Response(
-            status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(data: OperatorJSON.data(value))))
-    }
 }
 
-/// What reinstating lifted, and where the purchase stands. Names are the JSON keys.
-private struct Reinstated: Encodable {
+// The admin API's answers, written by the context's `OperatorJSONEncoder`. Names are the JSON keys.
+
+struct FulfilmentList: ResponseEncodable {
+    var fulfilments: [FulfilmentView]
+}
+
+struct PendingProofList: ResponseEncodable {
+    var pendingProofs: [PendingProofView]
+}
+
+struct Revoked: ResponseEncodable {
+    var revoked: [String]
+}
+
+/// What reinstating lifted, and where the purchase stands.
+struct Reinstated: ResponseEncodable {
     var reinstated: [String]
     var state: String
 }
+
+extension FulfilmentView: ResponseEncodable {}
+extension Reverification: ResponseEncodable {}
 
 /// The body of revoke and reinstate.
 private struct ReasonBody: Decodable {

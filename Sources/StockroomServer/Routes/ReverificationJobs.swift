@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import Logging
 import ServiceLifecycle
 import StockroomCore
@@ -65,7 +66,7 @@ final class ReverificationJobs: Service, Sendable, CustomStringConvertible {
         }
 
         /// Names are the JSON keys.
-        struct View: Encodable {
+        struct View: ResponseEncodable {
             var id: String
             var kind: String
             var dryRun: Bool
