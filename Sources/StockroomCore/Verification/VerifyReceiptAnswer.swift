@@ -16,7 +16,7 @@ public struct VerifyReceiptAnswer: Sendable, Equatable {
 /// `latest_receipt_info` or from a transaction receipt's top-level `receipt`.
 ///
 /// See https://developer.apple.com/documentation/appstorereceipts/responsebody/receipt/in_app
-public struct ReceiptTransaction: Sendable, Equatable, Codable {
+public struct ReceiptTransaction: Sendable, Equatable, Decodable {
     public var transactionID: String
     public var originalTransactionID: String
     public var productID: String
@@ -52,21 +52,18 @@ public struct ReceiptTransaction: Sendable, Equatable, Codable {
         self.expiresDate = expiresDate
     }
 
+    /// Apple's names, `_ms` and formatted spellings alike: one container per transaction (each
+    /// container indexes the object's keys again).
     enum CodingKeys: String, CodingKey {
         case transactionID = "transaction_id", originalTransactionID = "original_transaction_id"
         case productID = "product_id", quantity, purchaseDate = "purchase_date_ms"
         case cancellationDate = "cancellation_date_ms", cancellationReason = "cancellation_reason"
         case expiresDate = "expires_date_ms"
-    }
-
-    /// Apple's names that are not `CodingKeys`: the legacy and formatted spellings.
-    private enum OtherKeys: String, CodingKey {
-        case expiresDate = "expires_date", cancellationDate = "cancellation_date"
+        case expiresDateText = "expires_date", cancellationDateText = "cancellation_date"
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        let other = try decoder.container(keyedBy: OtherKeys.self)
         transactionID = try container.decodeLenientString(.transactionID)
         originalTransactionID = (try? container.decodeLenientString(.originalTransactionID)) ?? transactionID
         productID = try container.decode(String.self, forKey: .productID)
@@ -78,22 +75,23 @@ public struct ReceiptTransaction: Sendable, Equatable, Codable {
         purchaseDate = try container.decodeMilliseconds(.purchaseDate, usually: .string) ?? 0
         cancellationReason = container.contains(.cancellationReason) ? try? container.decodeLenientString(.cancellationReason) : nil
         cancellationDate = try container.decodeMilliseconds(.cancellationDate, usually: .string)
-        if cancellationDate == nil, other.contains(.cancellationDate), let text = try? other.decode(String.self, forKey: .cancellationDate),
+        if cancellationDate == nil, container.contains(.cancellationDateText),
+            let text = try? container.decode(String.self, forKey: .cancellationDateText),
             !text.isEmpty
         {
             // Present means cancelled, whatever its spelling: fail safe.
             cancellationDate = Milliseconds.parse(text) ?? AppleDateText.milliseconds(text) ?? 0
         }
         expiresDate = try container.decodeMilliseconds(.expiresDate, usually: .string)
-        if expiresDate == nil, other.contains(.expiresDate) {
+        if expiresDate == nil, container.contains(.expiresDateText) {
             // Milliseconds in a transaction receipt's answer, a date string in an app receipt's.
-            if let text = try? other.decode(String.self, forKey: .expiresDate) {
+            if let text = try? container.decode(String.self, forKey: .expiresDateText) {
                 guard let milliseconds = Milliseconds.parse(text) ?? AppleDateText.milliseconds(text) else {
-                    throw DecodingError.dataCorruptedError(forKey: .expiresDate, in: other, debugDescription: "expires_date is not a date")
+                    throw DecodingError.dataCorruptedError(forKey: .expiresDateText, in: container, debugDescription: "expires_date is not a date")
                 }
                 expiresDate = milliseconds
             } else {
-                expiresDate = try other.decodeMilliseconds(.expiresDate)
+                expiresDate = try container.decodeMilliseconds(.expiresDateText)
             }
         }
     }
