@@ -82,6 +82,12 @@ import Testing
                 ("/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", "{}", .badRequest, "bad_request"),
                 ("/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", #"{"reason": "  "}"#, .badRequest, "bad_request"),
                 ("/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", "not json", .badRequest, "bad_request"),
+                // Refused before Foundation parses it: nested past JSONNesting's limit, or past the upload bound.
+                ("/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", String(repeating: "[", count: 600), .badRequest, "bad_request"),
+                (
+                    "/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", #"{"reason": ""# + String(repeating: "x", count: 1 << 20) + #""}"#,
+                    .contentTooLarge, "body_too_large"
+                ),
                 ("/v1/admin/fulfilments/2999/reinstate", #"{"reason": "x"}"#, .notFound, "unknown_transaction"),
                 ("/v1/admin/fulfilments/a%20b/reinstate", #"{"reason": "x"}"#, .badRequest, "bad_request"),
             ]

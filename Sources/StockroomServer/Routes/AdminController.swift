@@ -114,8 +114,14 @@ struct AdminController<Context: RequestContext> {
 
     /// The `{"reason": "…"}` body of revoke and reinstate.
     private static func reason(_ request: Request, context: Context) async throws -> String {
-        let reason = try? await request.decode(as: ReasonBody.self, context: context).reason
-        guard let reason, !reason.trimmingCharacters(in: .whitespaces).isEmpty else { throw AdminError.badRequest("the body must be {\"reason\": \"…\"}") }
+        let malformed = AdminError.badRequest("the body must be {\"reason\": \"…\"}")
+        let reason: String
+        do {
+            reason = try await request.decode(as: ReasonBody.self, context: context).reason
+        } catch is AdminError {
+            throw malformed  // a body past the upload bound stays 413
+        }
+        guard !reason.trimmingCharacters(in: .whitespaces).isEmpty else { throw malformed }
         return reason
     }
 
