@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import NIOPosix
 import Testing
 @testable import StockroomCore
 
@@ -95,6 +96,31 @@ import Testing
             }
             // Ten seconds without the timeout; well under half of that with it, even on busy cores.
             #expect(ContinuousClock.now - start < .seconds(4))
+        }
+    }
+
+    /// A call's timeout counts from the call, not from when a transfer thread comes free: behind
+    /// a busy pool (here its one thread, held ten seconds by a slow upstream) a call still ends at
+    /// its deadline, and the thread, when free, does not start it.
+    @Test func aCallQueuedBehindABusyPoolEndsAtItsDeadline() async throws {
+        try await Self.application().test(.live) { testClient in
+            let pool = NIOThreadPool(numberOfThreads: 1)
+            pool.start()
+            defer { pool.shutdownGracefully { _ in } }
+            let client = CurlHTTPClient(configuration: .init(totalTimeout: .seconds(30)), threadPool: pool)
+            let base = "http://127.0.0.1:\(testClient.port!)"
+            let slow = Task { try await client.send(UpstreamRequest(method: .get, url: base + "/slow")) }
+            try await Task.sleep(for: .milliseconds(300))  // the slow call holds the thread
+            let start = ContinuousClock.now
+            await #expect {
+                _ = try await client.send(UpstreamRequest(method: .get, url: base + "/hello", timeout: .milliseconds(500)))
+            } throws: { error in
+                guard case .timedOut = error as? UpstreamError else { return false }
+                return true
+            }
+            // Nine more seconds if it waited for the thread; its 500 ms (and the timer's 200) with it.
+            #expect(ContinuousClock.now - start < .seconds(4))
+            #expect(try await slow.value.status == 200)
         }
     }
 

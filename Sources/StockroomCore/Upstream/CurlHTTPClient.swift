@@ -43,12 +43,23 @@ public final class CurlHTTPClient: HTTPTransport {
     }()
 
     public func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {
-        let result: Result<UpstreamResponse, UpstreamError>
         let started = ContinuousClock.now
-        do {
-            result = try await threadPool.runIfActive { self.perform(request) }
-        } catch {
-            throw .transport("the upstream thread pool is shut down")
+        let deadline = started + min(configuration.totalTimeout, request.timeout ?? configuration.totalTimeout)
+        // The timeout holds from here, not from when a pool thread comes free: with every thread
+        // busy (a slow upstream, a flood) a queued call ends at its deadline, and a transfer
+        // that starts late gets only what is left. The timer fires a little after the deadline,
+        // so that a transfer under way reports libcurl's own timeout.
+        let answer = Answer()
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamError>, Never>) in
+            answer.waiting(continuation)
+            answer.timer = Task {
+                try? await Task.sleep(until: deadline + .milliseconds(200))
+                answer.give(.failure(.timedOut("no upstream thread came free within the call's timeout")))
+            }
+            threadPool.submit { state in
+                guard state == .active else { return answer.give(.failure(.transport("the upstream thread pool is shut down"))) }
+                answer.give(self.perform(request, until: deadline))
+            }
         }
         if let endpoint = request.endpoint {
             StockroomMetrics.upstreamCall(endpoint: endpoint, status: try? result.get().status, duration: ContinuousClock.now - started)
@@ -56,8 +67,34 @@ public final class CurlHTTPClient: HTTPTransport {
         return try result.get()
     }
 
+    /// One call's answer, given once: by its transfer or by its deadline, whichever comes first.
+    private final class Answer: Sendable {
+        private let state = Mutex<(continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamError>, Never>?, timer: Task<Void, Never>?)>(
+            (nil, nil))
+
+        func waiting(_ continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamError>, Never>) {
+            state.withLock { $0.continuation = continuation }
+        }
+
+        var timer: Task<Void, Never>? {
+            get { state.withLock { $0.timer } }
+            set { state.withLock { $0.timer = newValue } }
+        }
+
+        func give(_ result: Result<UpstreamResponse, UpstreamError>) {
+            let (continuation, timer) = state.withLock { state in
+                defer { state = (nil, nil) }
+                return (state.continuation, state.timer)
+            }
+            timer?.cancel()
+            continuation?.resume(returning: result)
+        }
+    }
+
     /// Runs one transfer on the calling (pool) thread.
-    private func perform(_ request: UpstreamRequest) -> Result<UpstreamResponse, UpstreamError> {
+    private func perform(_ request: UpstreamRequest, until deadline: ContinuousClock.Instant) -> Result<UpstreamResponse, UpstreamError> {
+        let timeout = deadline - ContinuousClock.now
+        guard timeout > .milliseconds(1) else { return .failure(.timedOut("no upstream thread came free within the call's timeout")) }
         guard let handle = idleHandles.withLock({ $0.popLast() }) ?? CurlEasyHandle() else {
             return .failure(.transport("libcurl could not create a handle"))
         }
@@ -79,7 +116,6 @@ public final class CurlHTTPClient: HTTPTransport {
             let sinkPointer = Unmanaged.passUnretained(sink).toOpaque()
             _ = handle.set(CURLOPT_URL, request.url)
             _ = handle.set(CURLOPT_NOSIGNAL, 1)
-            let timeout = min(configuration.totalTimeout, request.timeout ?? configuration.totalTimeout)
             _ = handle.set(CURLOPT_TIMEOUT_MS, Int(timeout.milliseconds))
             _ = handle.set(CURLOPT_CONNECTTIMEOUT_MS, Int(min(configuration.connectTimeout, timeout).milliseconds))
             _ = handle.set(CURLOPT_SSL_VERIFYPEER, 1)
