@@ -76,7 +76,7 @@ extension LedgerValue {
         case .text(let text): text.databaseValue
         case .integer(let integer): integer.databaseValue
         case .bool(let bool): bool.databaseValue
-        case .time(let date): SQLiteTime.text(date).databaseValue
+        case .time(let date): SQLiteTime.databaseValue(date)
         }
     }
 }
@@ -85,13 +85,13 @@ extension LedgerValue {
 /// without GRDB's `DateFormatter`: ICU's formatting was a fifth of each download's statement
 /// binding. Times outside years 1970...9999 go through GRDB itself.
 enum SQLiteTime {
-    static func text(_ date: Date) -> String {
+    static func databaseValue(_ date: Date) -> DatabaseValue {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
-        guard milliseconds >= 0, milliseconds < 253_402_300_800_000 else { return String.fromDatabaseValue(date.databaseValue) ?? "" }
+        guard milliseconds >= 0, milliseconds < 253_402_300_800_000 else { return date.databaseValue }
         let total = Int64(milliseconds)
         var seconds = time_t(total / 1000)
         var fields = tm()
-        guard gmtime_r(&seconds, &fields) != nil else { return String.fromDatabaseValue(date.databaseValue) ?? "" }
+        guard gmtime_r(&seconds, &fields) != nil else { return date.databaseValue }
         return String(unsafeUninitializedCapacity: 23) { buffer in
             func put(_ value: Int, _ digits: Int, at index: Int) {
                 var value = value
@@ -110,6 +110,6 @@ enum SQLiteTime {
             (buffer[4], buffer[7], buffer[10]) = (UInt8(ascii: "-"), UInt8(ascii: "-"), UInt8(ascii: " "))
             (buffer[13], buffer[16], buffer[19]) = (UInt8(ascii: ":"), UInt8(ascii: ":"), UInt8(ascii: "."))
             return 23
-        }
+        }.databaseValue
     }
 }

@@ -17,15 +17,14 @@ import Testing
             dates.append(Date(timeIntervalSince1970: Double.random(in: 0..<7_258_118_400, using: &generator)))
         }
         for date in dates {
-            let grdb = String.fromDatabaseValue(date.databaseValue)
-            #expect(SQLiteTime.text(date) == grdb, "\(date.timeIntervalSince1970)")
+            #expect(SQLiteTime.databaseValue(date) == date.databaseValue, "\(date.timeIntervalSince1970)")
         }
     }
 
     @Test func leavesTimesOutsideItsRangeToGRDB() {
         for seconds in [-1.5, -86_400 * 365.25 * 100, 253_402_300_800.0, 300_000_000_000.0] {
             let date = Date(timeIntervalSince1970: seconds)
-            #expect(SQLiteTime.text(date) == String.fromDatabaseValue(date.databaseValue))
+            #expect(SQLiteTime.databaseValue(date) == date.databaseValue)
         }
     }
 }

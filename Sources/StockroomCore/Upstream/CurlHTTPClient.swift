@@ -51,15 +51,16 @@ public final class CurlHTTPClient: HTTPTransport {
         // so that a transfer under way reports libcurl's own timeout.
         let answer = Answer()
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamError>, Never>) in
-            answer.waiting(continuation)
-            answer.timer = Task {
-                try? await Task.sleep(until: deadline + .milliseconds(200))
-                answer.give(.failure(.timedOut("no upstream thread came free within the call's timeout")))
-            }
+            answer.wait(continuation)
             threadPool.submit { state in
                 guard state == .active else { return answer.give(.failure(.transport("the upstream thread pool is shut down"))) }
                 answer.give(self.perform(request, until: deadline))
             }
+            answer.arm(
+                Task {
+                    try? await Task.sleep(until: deadline + .milliseconds(200))
+                    answer.give(.failure(Self.queuedPastDeadline))
+                })
         }
         if let endpoint = request.endpoint {
             StockroomMetrics.upstreamCall(endpoint: endpoint, status: try? result.get().status, duration: ContinuousClock.now - started)
@@ -67,18 +68,26 @@ public final class CurlHTTPClient: HTTPTransport {
         return try result.get()
     }
 
-    /// One call's answer, given once: by its transfer or by its deadline, whichever comes first.
-    private final class Answer: Sendable {
-        private let state = Mutex<(continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamError>, Never>?, timer: Task<Void, Never>?)>(
-            (nil, nil))
+    static let queuedPastDeadline = UpstreamError.timedOut("no upstream thread came free within the call's timeout")
 
-        func waiting(_ continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamError>, Never>) {
+    /// One call's answer, given once: by its transfer or by its deadline's timer, whichever
+    /// comes first; the timer is cancelled then.
+    private final class Answer: Sendable {
+        typealias Continuation = CheckedContinuation<Result<UpstreamResponse, UpstreamError>, Never>
+        private let state = Mutex<(continuation: Continuation?, timer: Task<Void, Never>?)>((nil, nil))
+
+        func wait(_ continuation: Continuation) {
             state.withLock { $0.continuation = continuation }
         }
 
-        var timer: Task<Void, Never>? {
-            get { state.withLock { $0.timer } }
-            set { state.withLock { $0.timer = newValue } }
+        /// Keeps the deadline's timer, or cancels it when the transfer answered already.
+        func arm(_ timer: Task<Void, Never>) {
+            let answered = state.withLock { state in
+                if state.continuation == nil { return true }
+                state.timer = timer
+                return false
+            }
+            if answered { timer.cancel() }
         }
 
         func give(_ result: Result<UpstreamResponse, UpstreamError>) {
@@ -94,7 +103,7 @@ public final class CurlHTTPClient: HTTPTransport {
     /// Runs one transfer on the calling (pool) thread.
     private func perform(_ request: UpstreamRequest, until deadline: ContinuousClock.Instant) -> Result<UpstreamResponse, UpstreamError> {
         let timeout = deadline - ContinuousClock.now
-        guard timeout > .milliseconds(1) else { return .failure(.timedOut("no upstream thread came free within the call's timeout")) }
+        guard timeout > .milliseconds(1) else { return .failure(Self.queuedPastDeadline) }
         guard let handle = idleHandles.withLock({ $0.popLast() }) ?? CurlEasyHandle() else {
             return .failure(.transport("libcurl could not create a handle"))
         }
