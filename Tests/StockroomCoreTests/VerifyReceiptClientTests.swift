@@ -178,8 +178,22 @@ import Testing
     }
 
     @Test func aDeadUpstreamIsGivenUpWithinTheBudget() async throws {
-        // The simulator is closed once this returns; its receipt is still a well-formed one.
-        let (port, receipt) = try await Self.withSimulator { control, _ in (control.client.port!, try await control.purchase().receiptData) }
+        // A well-formed receipt from a simulator, then an address where nothing listens: a socket
+        // bound and never listening, held for the test. (The simulator's own port, once closed,
+        // was taken by another suite's server in a full run and answered 404.)
+        let receipt = try await Self.withSimulator { control, _ in try await control.purchase().receiptData }
+        let dead = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(dead) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                guard bind(dead, socketAddress, length) == 0, getsockname(dead, socketAddress, &length) == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+            }
+        }
+        let port = Int(UInt16(bigEndian: address.sin_port))
         let policy = RetryPolicy(maximumAttempts: 50, initialBackoff: .milliseconds(50), maximumBackoff: .milliseconds(200), totalBudget: .seconds(1))
         let verifier = AppStoreReceiptVerifier(
             client: VerifyReceiptClient(transport: CurlHTTPClient(), endpoints: .base("http://127.0.0.1:\(port)"), policy: policy),
