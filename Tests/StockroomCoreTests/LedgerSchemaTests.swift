@@ -1,0 +1,70 @@
+import Foundation
+import GRDB
+import PostgresNIO
+import StockroomCore
+import StockroomPostgres
+import StockroomPostgresTestSupport
+import StockroomSQLite
+import StockroomTestSupport
+import Testing
+
+/// Both engines run `LedgerSchema`'s one text, each with its own spelling of a generated key, a
+/// time and a 64-bit count: a fresh ledger has the same tables, columns (in order, with their
+/// kind and NOT NULL) and indexes on SQLite as on PostgreSQL.
+@Suite struct LedgerSchemaTests {
+    /// One column as both engines can say it: its table, name, kind and nullability.
+    struct Column: Hashable, CustomStringConvertible {
+        let table: String
+        let name: String
+        let kind: String
+        let notNull: Bool
+        var description: String { "\(table).\(name) \(kind)\(notNull ? " NOT NULL" : "")" }
+    }
+
+    @Test func aFreshLedgerHasTheSameSchemaOnBothEngines() async throws {
+        let folder = try TemporaryFolder()
+        let sqlite = try AppDatabase(path: folder.path + "/ledger.sqlite")
+        let (sqliteColumns, sqliteIndexes) = try await sqlite.writer.read { db in
+            let tables = try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations' ORDER BY name")
+            var columns: [Column] = []
+            for table in tables {
+                for row in try Row.fetchAll(db, sql: "SELECT name, type, \"notnull\", pk FROM pragma_table_info(?) ORDER BY cid", arguments: [table]) {
+                    let type: String = row["type"]
+                    let kind = ["DATETIME": "time", "TEXT": "text", "INTEGER": "integer", "BOOLEAN": "boolean"][type] ?? type
+                    let notNull: Bool = row["notnull"] || (row["pk"] as Int > 0 && type == "INTEGER")
+                    columns.append(Column(table: table, name: row["name"], kind: kind, notNull: notNull))
+                }
+            }
+            let indexes = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
+            return (columns, indexes)
+        }
+        let (postgresColumns, postgresIndexes) = try await ScratchPostgres.withDatabase { address in
+            try await PostgresPool.migrate(address: address, logger: ScratchPostgres.quiet)
+            return try await PostgresPool(address: address, poolSize: 1, leaseTimeout: .seconds(30), logger: ScratchPostgres.quiet).running { database in
+                var columns: [Column] = []
+                let rows = try await database.client.query(
+                    """
+                    SELECT table_name::text, column_name::text, data_type::text, is_nullable::text FROM information_schema.columns
+                    WHERE table_schema = 'public' AND table_name != 'schema_migrations' ORDER BY table_name, ordinal_position
+                    """)
+                for try await (table, name, type, nullable) in rows.decode((String, String, String, String).self) {
+                    let kind = ["timestamp with time zone": "time", "text": "text", "bigint": "integer", "integer": "integer", "boolean": "boolean"][type] ?? type
+                    columns.append(Column(table: table, name: name, kind: kind, notNull: nullable == "NO"))
+                }
+                // The indexes CREATE INDEX made: not those of primary keys and UNIQUE constraints.
+                let indexes = try await database.client.query(
+                    """
+                    SELECT indexname::text FROM pg_indexes WHERE schemaname = 'public'
+                      AND indexname NOT IN (SELECT conname FROM pg_constraint) ORDER BY indexname
+                    """
+                ).decode(String.self).reduce(into: [String]()) { $0.append($1) }
+                return (columns, indexes)
+            }
+        }
+        #expect(sqliteColumns.count == 69, "every column of every table")
+        #expect(sqliteColumns == postgresColumns)
+        #expect(sqliteIndexes.count == 11)
+        #expect(sqliteIndexes == postgresIndexes)
+    }
+}
