@@ -165,7 +165,7 @@ public struct AppReceipt: Sendable, Equatable {
     /// An RFC 3339 date in an IA5String; nil for an empty one.
     private static func date(_ value: ArraySlice<UInt8>) -> Date? {
         guard let text = string(value), !text.isEmpty else { return nil }
-        return try? Date(text, strategy: .iso8601)
+        return ReceiptDate.parse(text)
     }
 
     private static func format(_ date: Date) -> String { date.ISO8601Format() }

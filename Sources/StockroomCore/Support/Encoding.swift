@@ -45,40 +45,54 @@ public enum ByteEncoding {
     ///
     /// Whitespace and line breaks are skipped, as receipts pasted from logs often carry them.
     public static func decodeBase64(_ text: some StringProtocol) -> [UInt8]? {
-        // One pass, six bits at a time: a 1 MiB receipt costs no more than copying it.
-        var out = [UInt8]()
-        out.reserveCapacity(text.utf8.count / 4 * 3 + 3)
-        var accumulator: UInt32 = 0
-        var digits = 0
-        var padding = 0
-        for char in text.utf8 {
-            let value = base64Values[Int(char)]
-            if value < 64 {
-                guard padding == 0 else { return nil }  // data after padding
-                accumulator = accumulator << 6 | UInt32(value)
-                digits += 1
-                if digits & 3 == 0 {
-                    out.append(UInt8(truncatingIfNeeded: accumulator >> 16))
-                    out.append(UInt8(truncatingIfNeeded: accumulator >> 8))
-                    out.append(UInt8(truncatingIfNeeded: accumulator))
-                    accumulator = 0
+        if let decoded = text.utf8.withContiguousStorageIfAvailable({ decodeBase64(bytes: $0) }) { return decoded }
+        return Array(text.utf8).withUnsafeBufferPointer { decodeBase64(bytes: $0) }
+    }
+
+    /// One pass over the bytes, six bits at a time: a 1 MiB receipt costs no more than copying it.
+    private static func decodeBase64(bytes input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+        var valid = true
+        let out = base64Values.withUnsafeBufferPointer { values in
+            [UInt8](unsafeUninitializedCapacity: input.count / 4 * 3 + 3) { out, count in
+                var accumulator: UInt32 = 0
+                var digits = 0
+                var padding = 0
+                for char in input {
+                    let value = values[Int(char)]
+                    if value < 64 {
+                        guard padding == 0 else { valid = false; break }  // data after padding
+                        accumulator = accumulator << 6 | UInt32(value)
+                        digits += 1
+                        if digits & 3 == 0 {
+                            out[count] = UInt8(truncatingIfNeeded: accumulator >> 16)
+                            out[count + 1] = UInt8(truncatingIfNeeded: accumulator >> 8)
+                            out[count + 2] = UInt8(truncatingIfNeeded: accumulator)
+                            count += 3
+                            accumulator = 0
+                        }
+                    } else if value == Self.paddingValue {
+                        padding += 1
+                    } else if value != Self.whitespaceValue {
+                        valid = false
+                        break
+                    }
                 }
-            } else if value == Self.paddingValue {
-                padding += 1
-            } else if value != Self.whitespaceValue {
-                return nil
+                let rest = digits & 3
+                guard valid, padding <= 2, rest != 1, padding == 0 || (digits + padding) % 4 == 0 else {
+                    valid = false
+                    return
+                }
+                if rest == 2 {
+                    out[count] = UInt8(truncatingIfNeeded: accumulator >> 4)
+                    count += 1
+                } else if rest == 3 {
+                    out[count] = UInt8(truncatingIfNeeded: accumulator >> 10)
+                    out[count + 1] = UInt8(truncatingIfNeeded: accumulator >> 2)
+                    count += 2
+                }
             }
         }
-        let rest = digits & 3
-        guard padding <= 2, rest != 1 else { return nil }
-        if padding > 0, (digits + padding) % 4 != 0 { return nil }
-        if rest == 2 {
-            out.append(UInt8(truncatingIfNeeded: accumulator >> 4))
-        } else if rest == 3 {
-            out.append(UInt8(truncatingIfNeeded: accumulator >> 10))
-            out.append(UInt8(truncatingIfNeeded: accumulator >> 2))
-        }
-        return out
+        return valid ? out : nil
     }
 
     private static let paddingValue: UInt8 = 0xFE

@@ -51,11 +51,19 @@ struct DownloadRequest: Sendable {
             return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .signedTransaction(jws), appAccountToken: body.appAccountToken, consent: body.consent)
         case (.some(let receipt), nil):
             // Only the alphabet here: the entitlement component decodes it once, as a receipt.
-            guard receipt.utf8.contains(where: { !Self.isWhitespace($0) }), receipt.utf8.allSatisfy(Self.isBase64Text) else {
+            guard Self.isBase64Text(receipt) else {
                 throw .badRequest("receiptData is not base64.")
             }
             return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .receipt(receipt), appAccountToken: body.appAccountToken, consent: body.consent)
         }
+    }
+
+    /// Whether `text` holds only base64 or base64url letters, padding and whitespace, and not
+    /// only whitespace. Over the string's contiguous bytes: its UTF-8 view byte by byte cost a
+    /// receipt download a few tenths of a percent.
+    private static func isBase64Text(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in bytes.contains { !isWhitespace($0) } && bytes.allSatisfy(isBase64Text) }
     }
 
     /// Base64 or base64url letters, padding, and the whitespace clients wrap lines with.
