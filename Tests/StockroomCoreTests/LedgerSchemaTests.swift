@@ -67,4 +67,29 @@ import Testing
         #expect(sqliteIndexes.count == 11)
         #expect(sqliteIndexes == postgresIndexes)
     }
+
+    /// Every column is read back as written, on both engines: SQLite reads a fulfilment column by
+    /// column, PostgreSQL through its `Decodable` form.
+    @Test(arguments: LedgerEngine.allCases) func aFulfilmentReadsBackAsWrittenWithEveryColumnSetOrNone(_ engine: LedgerEngine) async throws {
+        try await TestLedger.with(engine) { (test: TestLedger) async throws in
+            let runner = try #require(test.ledger as? any LedgerStatementRunner)
+            let at = { (seconds: Double) in Date(timeIntervalSince1970: 1_800_000_000 + seconds) }
+            let full = Fulfilment(
+                transactionID: "1", originalTransactionID: "0", productID: "com.example.book", bundleID: "com.example.app", environment: .sandbox,
+                proofKind: .signedTransaction, proof: "a.b.c", proofDigest: "d1", appAccountToken: "3f1c0e4e-0000-4000-8000-000000000001",
+                expiresAt: at(9.125), state: .revoked, verifiedAt: at(1.5), attempts: 3, bytesDelivered: 5_000_000_000, lastError: "refunded",
+                createdAt: at(0.25), updatedAt: at(8), deliveredAt: at(2), acknowledgedAt: at(3), revokedAt: at(4), revokedByOperatorAt: at(5),
+                revokedByRefundAt: at(6), finishedAt: at(7), customerConsented: false)
+            let bare = Fulfilment(
+                transactionID: "2", originalTransactionID: "2", productID: "com.example.book", bundleID: "com.example.app", environment: nil,
+                proofKind: .receipt, proof: "cmVjZWlwdA==", proofDigest: nil, appAccountToken: nil, expiresAt: nil, state: .verified,
+                verifiedAt: nil, attempts: 0, bytesDelivered: 0, lastError: nil, createdAt: at(0), updatedAt: at(0), deliveredAt: nil,
+                acknowledgedAt: nil, revokedAt: nil, revokedByOperatorAt: nil, revokedByRefundAt: nil)
+            for row in [full, bare] {
+                try await runner.execute(.insert(row))
+                #expect(try await test.ledger.fulfilment(row.transactionID) == row)
+            }
+            #expect(try await test.ledger.list(FulfilmentFilter()).sorted { $0.transactionID < $1.transactionID } == [full, bare])
+        }
+    }
 }

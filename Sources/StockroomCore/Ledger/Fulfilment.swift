@@ -43,6 +43,22 @@ public struct Fulfilment: Sendable, Equatable, Codable {
     /// as the app last said on a verified download request; nil when it never said.
     public var customerConsented: Bool? = nil
 
+    public init(
+        transactionID: String, originalTransactionID: String, productID: String, bundleID: String, environment: StoreEnvironment?,
+        proofKind: ProofKind, proof: String, proofDigest: String?, appAccountToken: String?, expiresAt: Date?, state: FulfilmentState,
+        verifiedAt: Date?, attempts: Int, bytesDelivered: Int64, lastError: String?, createdAt: Date, updatedAt: Date, deliveredAt: Date?,
+        acknowledgedAt: Date?, revokedAt: Date?, revokedByOperatorAt: Date?, revokedByRefundAt: Date?, finishedAt: Date? = nil,
+        customerConsented: Bool? = nil
+    ) {
+        (self.transactionID, self.originalTransactionID, self.productID, self.bundleID) = (transactionID, originalTransactionID, productID, bundleID)
+        (self.environment, self.proofKind, self.proof, self.proofDigest) = (environment, proofKind, proof, proofDigest)
+        (self.appAccountToken, self.expiresAt, self.state, self.verifiedAt) = (appAccountToken, expiresAt, state, verifiedAt)
+        (self.attempts, self.bytesDelivered, self.lastError) = (attempts, bytesDelivered, lastError)
+        (self.createdAt, self.updatedAt, self.deliveredAt, self.acknowledgedAt) = (createdAt, updatedAt, deliveredAt, acknowledgedAt)
+        (self.revokedAt, self.revokedByOperatorAt, self.revokedByRefundAt) = (revokedAt, revokedByOperatorAt, revokedByRefundAt)
+        (self.finishedAt, self.customerConsented) = (finishedAt, customerConsented)
+    }
+
     /// What kind of proof of purchase is stored.
     public enum ProofKind: String, Sendable, Codable {
         /// An app receipt or an old-style transaction receipt, verified with verifyReceipt.
