@@ -11,7 +11,7 @@ import StockroomCore
 /// in the OS before the call returns); only a power loss can drop the last commits before a
 /// checkpoint. That loss is recoverable: StoreKit keeps a transaction unfinished until the app
 /// acknowledges it, so the app comes back with its receipt. FULL would fsync every download's
-/// three commits and cap throughput at the disk's sync rate.
+/// two commits and cap throughput at the disk's sync rate.
 public final class AppDatabase: Sendable {
     public let writer: any DatabaseWriter
 

@@ -39,6 +39,7 @@ import Testing
             let indexes = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")
             return (columns, indexes)
         }
+        withExtendedLifetime(folder) {}
         let (postgresColumns, postgresIndexes) = try await ScratchPostgres.withDatabase { address in
             try await PostgresPool.migrate(address: address, logger: ScratchPostgres.quiet)
             return try await PostgresPool(address: address, poolSize: 1, leaseTimeout: .seconds(30), logger: ScratchPostgres.quiet).running { database in

@@ -5,7 +5,7 @@ enum AppleDateText {
     static func milliseconds(_ text: String) -> Int64? {
         guard text.utf8.count <= 40, text.hasSuffix(" Etc/GMT") else { return nil }
         let iso = text.dropLast(" Etc/GMT".count).replacingOccurrences(of: " ", with: "T") + "Z"
-        guard let date = try? Date(iso, strategy: .iso8601) else { return nil }
+        guard let date = ReceiptDate.parse(iso) else { return nil }
         return Milliseconds.checked(date.timeIntervalSince1970 * 1000)
     }
 }

@@ -68,7 +68,9 @@ public final class CurlHTTPClient: HTTPTransport {
         return try result.get()
     }
 
-    static let queuedPastDeadline = UpstreamError.timedOut("no upstream thread came free within the call's timeout")
+    /// The call's timeout passed before its transfer began (every pool thread busy), or before
+    /// libcurl reported its own timeout.
+    static let queuedPastDeadline = UpstreamError.timedOut("no answer within the call's timeout (every upstream transfer thread busy, or the transfer stalled)")
 
     /// One call's answer, given once: by its transfer or by its deadline's timer, whichever
     /// comes first; the timer is cancelled then.
