@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import StockroomTestSupport
 import Testing
 
@@ -81,9 +82,53 @@ import Testing
         await #expect(throws: POSIXError.self, "the end of the body reports it too") { try await Self.offThePool { try file.end() } }
         #expect(await file.digest() == nil, "a file that was not written whole has no digest")
     }
+
+    /// A full disk mid-body, many times over, with pieces cut every way: `append` throws, `end`
+    /// reports it however often it is called, and the digest comes back nil, each within a
+    /// deadline. The writer and hash threads race the body's thread here: `end` once handed them
+    /// again a buffer they had both handled, and they waited on it forever (the download with it).
+    @Test func aFullDiskNeverLeavesTheBodyWaiting() async throws {
+        for round in 0..<300 {
+            let file = try BodyFile(path: "/dev/full", keeping: 0, direct: false, bufferSize: 4096) { _ in }
+            let piece = [UInt8](repeating: 1, count: 500 + round % 11 * 700)
+            let ended = await Self.within(.seconds(20)) {
+                try? await Self.offThePool {
+                    do {
+                        for _ in 0..<(4 * BodyFile.bufferCount * 4096 / piece.count + 2) { try piece.withUnsafeBytes { try file.append($0) } }
+                    } catch {}
+                    for _ in 0..<(1 + round % 2) { _ = try? file.end() }
+                }
+                return await file.digest() == nil
+            }
+            guard let ended else {
+                Issue.record("round \(round): the body's threads were still waiting after 20 s")
+                return
+            }
+            #expect(ended, "round \(round): a file that was not written whole has no digest")
+        }
+    }
 }
 
 extension BodyFileTests {
+    /// `work`'s value, or nil when it has not come after `limit` (the work is left where it waits).
+    static func within<Value: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async -> Value) async -> Value? {
+        let waiting = Waiting<Value>()
+        return await withCheckedContinuation { continuation in
+            waiting.continuation.withLock { $0 = continuation }
+            Task { waiting.resume(await work()) }
+            Task {
+                try? await Task.sleep(for: limit)
+                waiting.resume(nil)
+            }
+        }
+    }
+
+    /// A continuation resumed once, by the first to come.
+    final class Waiting<Value: Sendable>: Sendable {
+        let continuation = Mutex<CheckedContinuation<Value?, Never>?>(nil)
+        func resume(_ value: Value?) { continuation.withLock { $0.take() }?.resume(returning: value) }
+    }
+
     /// Runs `work` on a thread of its own, as the transfer's thread does: `append` and `end` wait
     /// for the disk, and on the shared pool's two threads they held up every other test.
     static func offThePool(_ work: @escaping @Sendable () throws -> Void) async throws {

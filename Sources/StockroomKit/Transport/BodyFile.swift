@@ -140,9 +140,13 @@ final class BodyFile: @unchecked Sendable {
 
     /// The body ended (whole or not): what the buffers hold is written and the file flushed to
     /// disk; the hash catches up on its own (`digest()`).
+    /// Calling it again only reports the same outcome.
     func end() throws {
         condition.lock()
-        if slots[filling].count > 0 { submitFilling(waitForNext: false) }
+        // Only a slot being filled goes to the threads: after a write error the ring may point at
+        // one they have handled already, and handing it over again left both waiting on it forever.
+        let slot = slots[filling]
+        if !ended, slot.count > 0, !slot.full, !slot.written, !slot.hashed { submitFilling(waitForNext: false) }
         ended = true
         condition.broadcast()
         while writing { condition.wait() }
