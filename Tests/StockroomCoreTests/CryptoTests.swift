@@ -1,3 +1,4 @@
+import COpenSSL
 import StockroomTestSupport
 import Testing
 @testable import StockroomCore
@@ -50,5 +51,57 @@ import Testing
         #expect(ByteEncoding.decodeBase64("Zm9v!") == nil)
         #expect(ByteEncoding.decodeBase64("Zg=a") == nil)
         #expect(ByteEncoding.decodeBase64("Z") == nil)
+    }
+
+    /// OpenSSL's own encoding of r‖s (`i2d_ECDSA_SIG`), to compare `ECPublicKey.der` with.
+    static func opensslDER(_ signature: [UInt8]) -> [UInt8] {
+        let value = ECDSA_SIG_new()!
+        defer { ECDSA_SIG_free(value) }
+        let r = signature.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
+        let s = signature.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
+        #expect(ECDSA_SIG_set0(value, r, s) == 1)
+        var pointer: UnsafeMutablePointer<UInt8>?
+        let length = i2d_ECDSA_SIG(value, &pointer)
+        defer { stockroom_OPENSSL_free(pointer) }
+        return Array(UnsafeBufferPointer(start: pointer, count: Int(length)))
+    }
+
+    @Test func aJOSESignatureBecomesTheDEROpenSSLWrites() {
+        let zero = [UInt8](repeating: 0, count: 32)
+        let high = [UInt8](repeating: 0xFF, count: 32)
+        let leadingZeros = [0, 0, 0x7F] + [UInt8](repeating: 0x11, count: 29)
+        let zeroThenHigh = [0, 0x80] + [UInt8](repeating: 0x22, count: 30)
+        let small = [UInt8](repeating: 0, count: 31) + [1]
+        var cases = [zero + zero, high + high, leadingZeros + zeroThenHigh, zeroThenHigh + small, small + leadingZeros]
+        for seed in 0..<2_000 { cases.append(sampleBytes(count: 64, seed: UInt64(seed))) }
+        for signature in cases { #expect(ECPublicKey.der(signature) == Self.opensslDER(signature)) }
+    }
+
+    @Test func aSignatureVerifiesOnlyForItsMessageAndItsKey() async throws {
+        let key = try ECPrivateKey()
+        let other = try ECPrivateKey().publicKey
+        let verifier = key.publicKey
+        // Several tasks at once share the key's prepared contexts.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<4 {
+                group.addTask {
+                    for index in 0..<150 {
+                        let message = sampleBytes(count: 1 + index * 37, seed: UInt64(task * 1_000 + index))
+                        let signature = try key.sign(message)
+                        #expect(verifier.isValidSignature(signature, for: message))
+                        #expect(!other.isValidSignature(signature, for: message))
+                        var changed = message
+                        changed[index % changed.count] ^= 0x01
+                        #expect(!verifier.isValidSignature(signature, for: changed))
+                        var bent = signature
+                        bent[index % 64] ^= 0x80
+                        #expect(!verifier.isValidSignature(bent, for: message))
+                        #expect(!verifier.isValidSignature(Array(signature.prefix(63)), for: message))
+                        #expect(!verifier.isValidSignature([UInt8](repeating: 0, count: 64), for: message))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
     }
 }

@@ -99,4 +99,30 @@ import Testing
         for _ in 0..<2 { #expect(throws: Never.self) { try verifier.verify(try Self.jws()).get() } }
         #expect(verifier.chains == nil)
     }
+
+    /// A kept chain reads its certificates' times once; it must judge every moment as the
+    /// certificates themselves do, at each edge and a second either side. The dates cover
+    /// UTCTime (before 2050) and GeneralizedTime (from 2050) and half-second moments.
+    @Test func aKeptChainJudgesEveryMomentAsItsCertificatesDo() throws {
+        let key = try ECPrivateKey()
+        let now = Date(timeIntervalSince1970: floor(Date().timeIntervalSince1970))
+        let edges = [now - Self.year, now + 100, now + 30 * Self.year, now - 3 * Self.year, now + 40 * Self.year]
+        let root = try Certificate.issue(commonName: "Root", subjectKey: key, issuer: nil, isAuthority: true, notBefore: edges[3], notAfter: edges[4])
+        let middle = try Certificate.issue(
+            commonName: "Intermediate", subjectKey: key, issuer: (root, key), isAuthority: true, notBefore: edges[0], notAfter: edges[2])
+        let leaf = try Certificate.issue(commonName: "Leaf", subjectKey: key, issuer: (middle, key), isAuthority: false, notBefore: edges[0], notAfter: edges[1])
+        for certificates in [[leaf, middle, root], [middle, root], [root], [try AppleRootCertificates.incRoot(), try AppleRootCertificates.rootCAG3()]] {
+            let chain = VerifiedChainCache.Chain(certificates: certificates, key: key.publicKey)
+            let moments = certificates.flatMap { certificate -> [Date] in
+                guard let validity = certificate.validity else { return [] }
+                return [validity.lowerBound, validity.upperBound].flatMap { edge in
+                    [-1, -0.5, 0, 0.5, 1].map { Date(timeIntervalSince1970: Double(edge) + $0) }
+                }
+            }
+            #expect(moments.count == 10 * certificates.count, "every certificate's times were read")
+            for moment in moments + edges + [Date.distantPast, .distantFuture] {
+                #expect(chain.isValid(at: moment) == certificates.allSatisfy { $0.isValid(at: moment) }, "at \(moment.timeIntervalSince1970)")
+            }
+        }
+    }
 }

@@ -57,6 +57,19 @@ public final class Certificate: @unchecked Sendable {
         return X509_cmp_time(notBefore, &seconds) == -1 && X509_cmp_time(notAfter, &seconds) == 1
     }
 
+    /// The validity as OpenSSL reads it, in whole seconds since 1970: valid at `t` when
+    /// `notBefore ≤ t < notAfter` (`X509_cmp_time` counts an equal time as earlier), as
+    /// `isValid(at:)` judges. Nil when a time cannot be read.
+    public var validity: Range<Int64>? {
+        func seconds(_ time: UnsafePointer<ASN1_TIME>?) -> Int64? {
+            var fields = tm()
+            guard let time, ASN1_TIME_to_tm(time, &fields) == 1 else { return nil }
+            return Int64(timegm(&fields))
+        }
+        guard let notBefore = seconds(X509_get0_notBefore(x509)), let notAfter = seconds(X509_get0_notAfter(x509)) else { return nil }
+        return notBefore..<max(notBefore, notAfter)
+    }
+
     /// The subject, one line (`/CN=…`).
     public var subject: String {
         guard let line = X509_NAME_oneline(X509_get_subject_name(x509), nil, 0) else { return "" }

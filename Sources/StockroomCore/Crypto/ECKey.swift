@@ -1,4 +1,5 @@
 import COpenSSL
+import Synchronization
 
 /// A P-256 private key (ES256): signs JWS and JWTs, and issues the simulator's certificates.
 public final class ECPrivateKey: @unchecked Sendable {
@@ -73,41 +74,85 @@ public final class ECPrivateKey: @unchecked Sendable {
 }
 
 /// A P-256 public key: verifies ES256 signatures.
+///
+/// A verification hashes the message, then checks the signature over the digest on a context
+/// prepared once for this key (`EVP_PKEY_verify` may be called again on the same context). Setting
+/// a context up cost as much as the curve arithmetic: `EVP_DigestVerifyInit` fetches the algorithm
+/// from the provider under OpenSSL's locks on every call. A context serves one verification at a
+/// time, so the idle ones wait in a small pool.
 public final class ECPublicKey: @unchecked Sendable {
     let key: OpaquePointer
+    /// Whether the key is on P-256; ES256 accepts no other curve.
+    private let isP256: Bool
+    private let idle = Mutex<[VerifyContext]>([])
+    /// Idle contexts kept; more are freed after use (one per core is plenty).
+    private static let idleLimit = 16
 
     init(owning key: OpaquePointer) {
         self.key = key
+        self.isP256 = EVP_PKEY_get_base_id(key) == EVP_PKEY_EC && EVP_PKEY_get_bits(key) == 256
     }
 
-    deinit { EVP_PKEY_free(key) }
+    deinit {
+        EVP_PKEY_free(key)
+        for context in idle.withLock({ $0 }) { EVP_PKEY_CTX_free(context.pointer) }
+    }
 
-    /// Whether `signature` (JOSE r‖s, 64 bytes) is this key's ES256 signature of `message`.
-    /// SHA-256 fetched once from the default provider: `EVP_sha256()` makes every verification
-    /// look it up again under OpenSSL's locks (8% of a warm JWS verification's time). Never freed.
+    /// SHA-256 fetched once from the default provider: `EVP_sha256()` makes every digest look it
+    /// up again under OpenSSL's locks. Never freed.
     nonisolated(unsafe) static let sha256: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
 
+    /// Whether `signature` (JOSE r‖s, 64 bytes) is this key's ES256 signature of `message`.
     public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
-        guard signature.count == 64, EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else { return false }
-        guard let ecdsa = ECDSA_SIG_new() else { return false }
-        defer { ECDSA_SIG_free(ecdsa) }
-        let r = signature.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress, 32, nil) }
-        let s = signature.withUnsafeBufferPointer { BN_bin2bn($0.baseAddress! + 32, 32, nil) }
-        guard let r, let s, ECDSA_SIG_set0(ecdsa, r, s) == 1 else {
-            BN_free(r)
-            BN_free(s)
-            return false
+        guard isP256, signature.count == 64, let sha256 = Self.sha256 else { return false }
+        var digest = [UInt8](repeating: 0, count: 32)
+        var digestLength: UInt32 = 0
+        let hashed = message.withUnsafeBytes { bytes in
+            EVP_Digest(bytes.baseAddress, bytes.count, &digest, &digestLength, sha256, nil) == 1
         }
-        var derPointer: UnsafeMutablePointer<UInt8>?
-        let derLength = i2d_ECDSA_SIG(ecdsa, &derPointer)
-        guard derLength > 0, let derPointer else { return false }
-        defer { stockroom_OPENSSL_free(derPointer) }
-        guard let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        return message.withUnsafeBytes { bytes in
-            EVP_DigestVerifyInit(context, nil, ECPublicKey.sha256, nil, key) == 1
-                && EVP_DigestVerify(context, derPointer, Int(derLength), bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count) == 1
+        guard hashed, digestLength == 32, let context = takeContext() else { return false }
+        let der = Self.der(signature)
+        let verified = EVP_PKEY_verify(context.pointer, der, der.count, digest, digest.count) == 1
+        putBack(context)
+        return verified
+    }
+
+    /// An `EVP_PKEY_CTX` set up to verify with this key, used by one verification at a time.
+    private struct VerifyContext: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    /// An idle context, or a new one.
+    private func takeContext() -> VerifyContext? {
+        if let context = idle.withLock({ $0.popLast() }) { return context }
+        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, key, nil) else { return nil }
+        guard EVP_PKEY_verify_init(context) == 1 else {
+            EVP_PKEY_CTX_free(context)
+            return nil
         }
+        return VerifyContext(pointer: context)
+    }
+
+    private func putBack(_ context: VerifyContext) {
+        let kept = idle.withLock { idle in
+            guard idle.count < Self.idleLimit else { return false }
+            idle.append(context)
+            return true
+        }
+        if !kept { EVP_PKEY_CTX_free(context.pointer) }
+    }
+
+    /// A JOSE signature (r‖s) as the DER `ECDSA-Sig-Value` OpenSSL reads: SEQUENCE { INTEGER r,
+    /// INTEGER s }, each minimal and positive. OpenSSL refuses any DER that is not the canonical
+    /// encoding of what it decodes, so a mistake here refuses a signature, never accepts one.
+    static func der(_ signature: [UInt8]) -> [UInt8] {
+        func integer(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+            var body = Array(bytes.drop { $0 == 0 })
+            if body.isEmpty || body[0] & 0x80 != 0 { body.insert(0, at: 0) }  // zero, or a sign byte
+            return [0x02, UInt8(body.count)] + body
+        }
+        let content = integer(signature[0..<32]) + integer(signature[32..<64])
+        return [0x30, UInt8(content.count)] + content  // at most 70 bytes: the short length form
     }
 }
 

@@ -33,19 +33,21 @@ public struct JWSVerifier: Sendable {
     /// duplicate key, no deep nesting). Whether it is for this app is the caller's check
     /// (`SignedTransactionVerifier` makes it, and is the way in from outside this module).
     func verify<Payload: SignedPayload>(_ jws: String, as type: Payload.Type) -> Result<Verified<Payload>, JWSFailure> {
-        switch verify(jws) {
-        case .failure(let failure): return .failure(failure)
-        case .success(let bytes):
-            // The bytes passed UpstreamJSON's checks when their signedDate was read.
-            guard let payload = try? JSONDecoder().decode(type, from: Data(bytes)) else {
-                return .failure(.malformed("the payload is not \(type.kind)"))
-            }
+        verified(jws, as: type).flatMap { signed in
+            guard let payload = signed.payload else { return .failure(.malformed("the payload is not \(type.kind)")) }
             return .success(Verified(payload: payload, jws: jws))
         }
     }
 
-    /// The verified payload bytes, or why not: the verification itself, before any decoding.
+    /// The verified payload bytes, or why not: the verification itself, whatever the payload
+    /// holds besides its `signedDate`.
     func verify(_ jws: String) -> Result<[UInt8], JWSFailure> {
+        verified(jws, as: Unread.self).map(\.bytes)
+    }
+
+    /// The verification: the payload is read once, as `type` and for its `signedDate` together,
+    /// and used only once the signature has verified.
+    private func verified<Payload: Decodable>(_ jws: String, as type: Payload.Type) -> Result<Signed<Payload>, JWSFailure> {
         // Split on the bytes: a StoreKit JWS carries 4 KB of certificates, and walking it as
         // Characters cost more than verifying the signature.
         let utf8 = jws.utf8
@@ -59,13 +61,13 @@ public struct JWSVerifier: Sendable {
         // before is neither decoded nor parsed again.
         let headerKey = String(parts[0])
         if let chains, let chain = chains.chain(headerKey) {
-            let signed: Signed
-            switch Self.signed(parts, input: signingInput) {
+            let signed: Signed<Payload>
+            switch Self.signed(parts, input: signingInput, as: type) {
             case .success(let value): signed = value
             case .failure(let failure): return .failure(failure)
             }
             if chains.servable(chain, at: signed.time) {
-                return chain.key.isValidSignature(signed.signature, for: signed.input) ? .success(signed.payload) : .failure(.badSignature)
+                return chain.key.isValidSignature(signed.signature, for: signed.input) ? .success(signed) : .failure(.badSignature)
             }
             // Not valid at this signedDate: the full verification says why.
         }
@@ -76,12 +78,11 @@ public struct JWSVerifier: Sendable {
         guard let chain = header.x5c, chain.count == 3 else {
             return .failure(.malformed("x5c must hold exactly 3 certificates"))
         }
-        let signed: Signed
-        switch Self.signed(parts, input: signingInput) {
+        let signed: Signed<Payload>
+        switch Self.signed(parts, input: signingInput, as: type) {
         case .success(let value): signed = value
         case .failure(let failure): return .failure(failure)
         }
-        let (time, signature, payload) = (signed.time, signed.signature, signed.payload)
 
         var certificates: [Certificate] = []
         for (index, entry) in chain.prefix(2).enumerated() {
@@ -95,7 +96,7 @@ public struct JWSVerifier: Sendable {
         var problem: String?
         var trusted: Certificate?
         for root in roots {
-            guard let found = CertificateChain.problem(leaf: leaf, intermediates: [intermediate], root: root, at: time) else {
+            guard let found = CertificateChain.problem(leaf: leaf, intermediates: [intermediate], root: root, at: signed.time) else {
                 trusted = root
                 break
             }
@@ -106,35 +107,44 @@ public struct JWSVerifier: Sendable {
         guard intermediate.hasExtension(oid: Self.intermediateOID) else {
             return .failure(.missingOID("the intermediate lacks \(Self.intermediateOID)"))
         }
-        guard let key = leaf.publicKey, key.isValidSignature(signature, for: signingInput) else { return .failure(.badSignature) }
+        guard let key = leaf.publicKey, key.isValidSignature(signed.signature, for: signingInput) else { return .failure(.badSignature) }
         chains?.keep(VerifiedChainCache.Chain(certificates: [leaf, intermediate, trusted], key: key), under: headerKey)
-        return .success(payload)
+        return .success(signed)
     }
 
-    /// The one field every App Store payload carries that the verification needs: when it was
-    /// signed, in milliseconds. Any JSON object decodes; a missing or non-number field is nil.
-    private struct SignedDate: Decodable {
+    /// A payload read for the one field every App Store payload carries that the verification
+    /// needs, when it was signed (milliseconds; nil when missing or not a number), and as the
+    /// caller's type (nil when it is not one). Both come from one parse of the bytes.
+    private struct Dated<Payload: Decodable>: Decodable {
         var signedDate: Double?
+        var payload: Payload?
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             signedDate = try? container.decodeIfPresent(Double.self, forKey: .signedDate)
+            payload = try? Payload(from: decoder)
         }
 
         private enum CodingKeys: String, CodingKey { case signedDate }
     }
 
-    /// The signed part of a JWS: its payload, the moment it claims, the signature and the input
-    /// the signature covers.
-    private struct Signed {
-        var payload: [UInt8]
+    /// The payload of `verify(_:)`: any JSON object, nothing read beyond its `signedDate`.
+    private struct Unread: Decodable {
+        init(from decoder: any Decoder) throws {}
+    }
+
+    /// The signed part of a JWS: its payload (the bytes, and as the caller's type), the moment it
+    /// claims, the signature and the input the signature covers.
+    private struct Signed<Payload> {
+        var bytes: [UInt8]
+        var payload: Payload?
         var time: Date
         var signature: [UInt8]
         var input: [UInt8]
     }
 
-    private static func signed(_ parts: [Substring], input: [UInt8]) -> Result<Signed, JWSFailure> {
-        guard let payload = ByteEncoding.decodeBase64(parts[1]), let dated = UpstreamJSON.decode(SignedDate.self, from: payload)
+    private static func signed<Payload: Decodable>(_ parts: [Substring], input: [UInt8], as type: Payload.Type) -> Result<Signed<Payload>, JWSFailure> {
+        guard let bytes = ByteEncoding.decodeBase64(parts[1]), let dated = UpstreamJSON.decode(Dated<Payload>.self, from: bytes)
         else { return .failure(.malformed("the payload is not base64url JSON")) }
         guard let signedDate = dated.signedDate, signedDate.isFinite else {
             return .failure(.malformed("the payload has no signedDate"))
@@ -146,7 +156,8 @@ public struct JWSVerifier: Sendable {
             return .failure(.malformed("the signature is not 64 bytes of base64url"))
         }
         return .success(
-            Signed(payload: payload, time: Date(timeIntervalSince1970: signedDate / 1000), signature: signature, input: input))
+            Signed(
+                bytes: bytes, payload: dated.payload, time: Date(timeIntervalSince1970: signedDate / 1000), signature: signature, input: input))
     }
 }
 

@@ -16,11 +16,29 @@ public final class VerifiedChainCache: Sendable {
     public static let defaultCapacity = 32
     public static let defaultLifetime: TimeInterval = 15 * 60
 
-    /// A chain that verified: its certificates (leaf, intermediate, the root it ended at) and the
-    /// leaf's key.
+    /// A chain that verified: its certificates (leaf, intermediate, the root it ended at), the
+    /// leaf's key, and the seconds every certificate is valid in (read once, not per JWS).
     public struct Chain: Sendable {
         public let certificates: [Certificate]
         public let key: ECPublicKey
+        /// When all the certificates are valid at once (`Certificate.validity`); empty when a
+        /// time could not be read, so the chain vouches for nothing.
+        public let validity: Range<Int64>
+
+        public init(certificates: [Certificate], key: ECPublicKey) {
+            self.certificates = certificates
+            self.key = key
+            let windows = certificates.map { $0.validity ?? 0..<0 }
+            let start = windows.map(\.lowerBound).max() ?? 0
+            let end = windows.map(\.upperBound).min() ?? 0
+            validity = start..<max(start, end)
+        }
+
+        /// Whether every certificate is valid at `date`, as `Certificate.isValid(at:)` judges.
+        public func isValid(at date: Date) -> Bool {
+            guard let seconds = CertificateTime.seconds(date) else { return false }
+            return validity.contains(Int64(seconds))
+        }
     }
 
     private struct Entry {
@@ -57,7 +75,7 @@ public final class VerifiedChainCache: Sendable {
                 state.misses += 1
                 return nil
             }
-            guard now.timeIntervalSince(entry.verifiedAt) < lifetime, entry.chain.certificates.allSatisfy({ $0.isValid(at: now) }) else {
+            guard now.timeIntervalSince(entry.verifiedAt) < lifetime, entry.chain.isValid(at: now) else {
                 state.entries[key] = nil
                 state.misses += 1
                 return nil
@@ -71,7 +89,7 @@ public final class VerifiedChainCache: Sendable {
     /// Whether `chain` may vouch for a payload signed at `signedDate`: every certificate was valid
     /// then, as the full verification requires. Counts the hit, or the miss.
     func servable(_ chain: Chain, at signedDate: Date) -> Bool {
-        let valid = chain.certificates.allSatisfy { $0.isValid(at: signedDate) }
+        let valid = chain.isValid(at: signedDate)
         state.withLock { state in
             if valid { state.hits += 1 } else { state.misses += 1 }
         }
