@@ -125,29 +125,9 @@ public final class PostgresPool: Service, Sendable {
     /// `LedgerUnavailable`, and a lease that comes later is given back untouched. While the
     /// database is known lost, calls wait only `outageLeaseTimeout`, so a 503 comes quickly.
     func withConnection<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws -> Value {
-        let race = LeaseRace()
         let timeout = outage.isLost ? min(leaseTimeout, Self.outageLeaseTimeout) : leaseTimeout
         do {
-            let value = try await withThrowingTaskGroup(of: Value?.self) { group in
-                group.addTask {
-                    try await self.client.withConnection { connection in
-                        guard race.lease() else { throw CancellationError() }
-                        return try await body(connection)
-                    }
-                }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    if race.abandon() { throw LedgerUnavailable(reason: "no database connection within \(timeout)") }
-                    return nil
-                }
-                while let outcome = try await group.next() {
-                    if let value = outcome {
-                        group.cancelAll()
-                        return value
-                    }
-                }
-                throw LedgerUnavailable(reason: "the database call ended without an answer")
-            }
+            let value = try await leased(within: timeout, body)
             if outage.recovered() { logger.notice("ledger database reachable again", metadata: ["database": .string(address.description)]) }
             return value
         } catch {
@@ -156,6 +136,19 @@ public final class PostgresPool: Service, Sendable {
                 logger.warning("ledger database unavailable", metadata: ["database": .string(address.description), "reason": .string(lost.reason)])
             }
             throw fault
+        }
+    }
+
+    /// `body`'s answer, or `LedgerUnavailable` once `timeout` passes without a connection
+    /// (`LeaseCall.answer(within:)`).
+    private func leased<Value: Sendable>(within timeout: Duration, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value)
+        async throws -> Value
+    {
+        try await LeaseCall.answer(within: timeout) { race in
+            try await self.client.withConnection { connection in
+                guard race.lease() else { throw CancellationError() }
+                return try await body(connection)
+            }
         }
     }
 

@@ -1,0 +1,117 @@
+import Foundation
+import StockroomCore
+import Synchronization
+import Testing
+@testable import StockroomPostgres
+
+/// A ledger call's wait for a pooled connection (`LeaseCall.answer(within:)`): it answers at its
+/// deadline whatever the pool does, never loses an answer that comes at once, and a connection
+/// that comes too late runs nothing.
+@Suite struct LeaseCallTests {
+    /// Counts what ran, from any task.
+    final class Count: Sendable {
+        private let value = Atomic<Int>(0)
+        func add() { value.add(1, ordering: .relaxed) }
+        var total: Int { value.load(ordering: .relaxed) }
+    }
+
+    @Test func aLeaseThatIgnoresItsCancellationStillEndsAtTheDeadline() async throws {
+        let start = ContinuousClock.now
+        let ran = Count()
+        await #expect(throws: LedgerUnavailable.self) {
+            try await LeaseCall<Int>.answer(within: .milliseconds(300)) { race in
+                // The cancellation is ignored: only the deadline can answer.
+                _ = try? await Task.sleep(for: .seconds(3_600))
+                if race.lease() { ran.add() }
+                return 1
+            }
+        }
+        // A task group waited the hour; the call answers at 300 ms (the bound leaves room for busy cores).
+        #expect(ContinuousClock.now - start < .seconds(10))
+        #expect(ran.total == 0)
+    }
+
+    @Test func aConnectionThatComesAfterTheDeadlineRunsNothing() async throws {
+        let ran = Count()
+        let late = Count()
+        await #expect(throws: LedgerUnavailable.self) {
+            try await LeaseCall<Int>.answer(within: .milliseconds(100)) { race in
+                _ = try? await Task.sleep(for: .milliseconds(400))  // a connection that comes late all the same
+                guard race.lease() else {
+                    late.add()
+                    throw CancellationError()
+                }
+                ran.add()
+                return 1
+            }
+        }
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(ran.total == 0, "the statement never ran")
+        #expect(late.total == 1, "the lease came back and was given up")
+    }
+
+    /// Leases that answer at once, 20,000 of them, eight at a time, each answered with its own
+    /// value. (An answer that came before the caller's continuation was stored was dropped and
+    /// its call waited for good; `answer(within:)` now stores it before the lease exists. That
+    /// race needs a preempted thread, and this run did not catch it when it was put back.)
+    @Test func anAnswerThatComesAtOnceIsNeverLost() async throws {
+        let answered = Count()
+        let finished = await withDeadline(.seconds(120)) {
+            await withTaskGroup(of: Void.self) { group in
+                for task in 0..<8 {
+                    group.addTask {
+                        for index in 0..<2_500 {
+                            let value = try? await LeaseCall<Int>.answer(within: .seconds(30)) { race in
+                                guard race.lease() else { throw CancellationError() }
+                                return task * 10_000 + index
+                            }
+                            if value == task * 10_000 + index { answered.add() }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(finished, "every call answered within two minutes")
+        #expect(answered.total == 20_000)
+    }
+
+    @Test func theCallersCancellationEndsAWaitingLease() async throws {
+        let ran = Count()
+        let start = ContinuousClock.now
+        let call = Task {
+            try await LeaseCall<Int>.answer(within: .seconds(60)) { race in
+                _ = try? await Task.sleep(for: .seconds(3_600))  // a lease that ignores its cancellation
+                if race.lease() { ran.add() }
+                return 1
+            }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        call.cancel()
+        await #expect(throws: CancellationError.self) { try await call.value }
+        #expect(ContinuousClock.now - start < .seconds(10), "not the lease timeout of 60 s")
+        #expect(ran.total == 0)
+    }
+
+    @Test func anErrorFromTheCallIsItsAnswer() async throws {
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) {
+            try await LeaseCall<Int>.answer(within: .seconds(30)) { race in
+                #expect(race.lease())
+                throw Refused()
+            }
+        }
+    }
+
+    /// Whether `work` ended within `limit`; a call that never answers is left waiting.
+    func withDeadline(_ limit: Duration, _ work: @escaping @Sendable () async -> Void) async -> Bool {
+        let done = Count()
+        let worker = Task {
+            await work()
+            done.add()
+        }
+        let deadline = ContinuousClock.now + limit
+        while done.total == 0, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+        _ = worker
+        return done.total == 1
+    }
+}
