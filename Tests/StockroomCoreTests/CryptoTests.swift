@@ -104,4 +104,43 @@ import Testing
             try await group.waitForAll()
         }
     }
+
+    /// A secp256k1 key: 256 bits like P-256, and not a curve ES256 allows.
+    static let secp256k1PEM = """
+        -----BEGIN PRIVATE KEY-----
+        MIGEAgEAMBAGByqGSM49AgEGBSuBBAAKBG0wawIBAQQgGS1bG+njNaLjS0FsfC5t
+        jjKk+RlX8iKFecYkoUYePEChRANCAARhzNnwScNJmQEYeFA58cCN6coNFSEMd517
+        JRofUVb4rEVKYP+QKAtbx1UbE5hgURtF1qlPL74hPW2HrSDxeLWv
+        -----END PRIVATE KEY-----
+        """
+
+    @Test func anotherCurveOf256BitsIsNotES256() throws {
+        #expect(throws: CryptoError.invalidKey("not a P-256 EC key")) { try ECPrivateKey(pem: Self.secp256k1PEM) }
+        // Its own valid signature, made with OpenSSL directly, is refused.
+        let key: OpaquePointer = try #require(Array(Self.secp256k1PEM.utf8).withUnsafeBytes { buffer in
+            let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
+            defer { BIO_free(bio) }
+            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+        })
+        let message = Array("header.payload".utf8)
+        let context = try #require(EVP_MD_CTX_new())
+        defer { EVP_MD_CTX_free(context) }
+        var der = [UInt8](repeating: 0, count: 80)
+        var length = der.count
+        #expect(EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1)
+        #expect(EVP_DigestSign(context, &der, &length, message, message.count) == 1)
+        var cursor: UnsafePointer<UInt8>? = nil
+        let value = try #require(der.withUnsafeBufferPointer { buffer in
+            cursor = buffer.baseAddress
+            return d2i_ECDSA_SIG(nil, &cursor, length)
+        })
+        defer { ECDSA_SIG_free(value) }
+        var jose = [UInt8](repeating: 0, count: 64)
+        jose.withUnsafeMutableBufferPointer { out in
+            _ = BN_bn2binpad(ECDSA_SIG_get0_r(value), out.baseAddress, 32)
+            _ = BN_bn2binpad(ECDSA_SIG_get0_s(value), out.baseAddress! + 32, 32)
+        }
+        #expect(ECPublicKey.der(jose) == Array(der.prefix(length)), "the signature itself is well formed")
+        #expect(!ECPublicKey(owning: key).isValidSignature(jose, for: message))
+    }
 }

@@ -1,4 +1,5 @@
 import AppStoreSimulator
+import COpenSSL
 import Foundation
 import Synchronization
 import Testing
@@ -100,10 +101,17 @@ import Testing
         #expect(verifier.chains == nil)
     }
 
-    /// A kept chain reads its certificates' times once; it must judge every moment as the
-    /// certificates themselves do, at each edge and a second either side. The dates cover
-    /// UTCTime (before 2050) and GeneralizedTime (from 2050) and half-second moments.
-    @Test func aKeptChainJudgesEveryMomentAsItsCertificatesDo() throws {
+    /// OpenSSL's own judgement of a moment (`X509_cmp_time`, as `X509_verify_cert` uses it).
+    static func opensslJudges(_ certificate: Certificate, valid date: Date) -> Bool {
+        guard var seconds = CertificateTime.seconds(date) else { return false }
+        return X509_cmp_time(X509_get0_notBefore(certificate.x509), &seconds) == -1
+            && X509_cmp_time(X509_get0_notAfter(certificate.x509), &seconds) == 1
+    }
+
+    /// A certificate and a kept chain read their times once; they must judge every moment as
+    /// OpenSSL does, at each edge and a second either side. The dates cover UTCTime (before
+    /// 2050) and GeneralizedTime (from 2050) and half-second moments.
+    @Test func certificatesAndKeptChainsJudgeEveryMomentAsOpenSSLDoes() throws {
         let key = try ECPrivateKey()
         let now = Date(timeIntervalSince1970: floor(Date().timeIntervalSince1970))
         let edges = [now - Self.year, now + 100, now + 30 * Self.year, now - 3 * Self.year, now + 40 * Self.year]
@@ -121,7 +129,9 @@ import Testing
             }
             #expect(moments.count == 10 * certificates.count, "every certificate's times were read")
             for moment in moments + edges + [Date.distantPast, .distantFuture] {
-                #expect(chain.isValid(at: moment) == certificates.allSatisfy { $0.isValid(at: moment) }, "at \(moment.timeIntervalSince1970)")
+                let openssl = certificates.map { Self.opensslJudges($0, valid: moment) }
+                #expect(certificates.map { $0.isValid(at: moment) } == openssl, "at \(moment.timeIntervalSince1970)")
+                #expect(chain.isValid(at: moment) == !openssl.contains(false), "at \(moment.timeIntervalSince1970)")
             }
         }
     }

@@ -49,17 +49,15 @@ public final class Certificate: @unchecked Sendable {
         return BIOText.read(bio)
     }
 
-    /// Whether `date` lies within the certificate's validity (notBefore ≤ date ≤ notAfter).
+    /// Whether `date` lies within the certificate's validity, as `X509_verify_cert` judges it.
     public func isValid(at date: Date) -> Bool {
-        guard var seconds = CertificateTime.seconds(date), let notBefore = X509_get0_notBefore(x509), let notAfter = X509_get0_notAfter(x509)
-        else { return false }
-        // X509_cmp_time: -1 when the certificate's time is before `seconds`, 1 after, 0 on an error.
-        return X509_cmp_time(notBefore, &seconds) == -1 && X509_cmp_time(notAfter, &seconds) == 1
+        guard let seconds = CertificateTime.seconds(date), let validity else { return false }
+        return validity.contains(Int64(seconds))
     }
 
-    /// The validity as OpenSSL reads it, in whole seconds since 1970: valid at `t` when
-    /// `notBefore ≤ t < notAfter` (`X509_cmp_time` counts an equal time as earlier), as
-    /// `isValid(at:)` judges. Nil when a time cannot be read.
+    /// The validity in whole seconds since 1970, as OpenSSL judges it: valid at `t` when
+    /// `notBefore ≤ t < notAfter` (`X509_cmp_time` counts an equal time as earlier). Nil when a
+    /// time cannot be read.
     public var validity: Range<Int64>? {
         func seconds(_ time: UnsafePointer<ASN1_TIME>?) -> Int64? {
             var fields = tm()

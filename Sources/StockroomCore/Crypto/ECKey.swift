@@ -20,7 +20,7 @@ public final class ECPrivateKey: @unchecked Sendable {
             return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
         }
         guard let key = parsed else { throw .invalidKey(OpenSSLError.lastMessage()) }
-        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC, EVP_PKEY_get_bits(key) == 256 else {
+        guard isP256Key(key) else {
             EVP_PKEY_free(key)
             throw .invalidKey("not a P-256 EC key")
         }
@@ -90,7 +90,7 @@ public final class ECPublicKey: @unchecked Sendable {
 
     init(owning key: OpaquePointer) {
         self.key = key
-        self.isP256 = EVP_PKEY_get_base_id(key) == EVP_PKEY_EC && EVP_PKEY_get_bits(key) == 256
+        self.isP256 = isP256Key(key)
     }
 
     deinit {
@@ -154,6 +154,16 @@ public final class ECPublicKey: @unchecked Sendable {
         let content = integer(signature[0..<32]) + integer(signature[32..<64])
         return [0x30, UInt8(content.count)] + content  // at most 70 bytes: the short length form
     }
+}
+
+/// Whether `key` is an EC key on P-256 (prime256v1), the one curve ES256 allows. Its size does not
+/// tell: secp256k1 and brainpoolP256r1 keys are 256 bits too.
+func isP256Key(_ key: OpaquePointer) -> Bool {
+    guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else { return false }
+    var name = [CChar](repeating: 0, count: 64)
+    var length = 0
+    guard EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1 else { return false }
+    return String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self) == "prime256v1"
 }
 
 /// Why a cryptographic operation failed.
