@@ -67,8 +67,8 @@ final class LeaseCall<Value: Sendable>: Sendable {
     let race = LeaseRace()
 
     private struct State {
+        /// Nil once answered (`wait` sets it before anything can answer).
         var continuation: CheckedContinuation<Value, any Error>?
-        var answered = false
         var work: Task<Void, Never>?
         var timer: Task<Void, Never>?
         var cancelled = false
@@ -88,7 +88,7 @@ final class LeaseCall<Value: Sendable>: Sendable {
         let (answered, cancelled) = state.withLock { state in
             state.work = work
             state.timer = timer
-            return (state.answered, state.cancelled)
+            return (state.continuation == nil, state.cancelled)
         }
         if answered { timer.cancel() }
         if cancelled { cancel() }
@@ -97,10 +97,7 @@ final class LeaseCall<Value: Sendable>: Sendable {
     /// The answer; later ones are dropped. The deadline's timer stops.
     func answer(_ result: Result<Value, any Error>) {
         let (continuation, timer) = state.withLock { state in
-            defer {
-                state.continuation = nil
-                state.answered = true
-            }
+            defer { state.continuation = nil }
             return (state.continuation, state.timer)
         }
         timer?.cancel()

@@ -122,12 +122,18 @@ public final class PostgresPool: Service, Sendable {
     }
 
     /// `body` on a pooled connection; waiting longer than `leaseTimeout` for one is
-    /// `LedgerUnavailable`, and a lease that comes later is given back untouched. While the
-    /// database is known lost, calls wait only `outageLeaseTimeout`, so a 503 comes quickly.
+    /// `LedgerUnavailable` (`LeaseCall`: the caller never waits on the pool past it), and a lease
+    /// that comes later is given back untouched. While the database is known lost, calls wait
+    /// only `outageLeaseTimeout`, so a 503 comes quickly.
     func withConnection<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws -> Value {
         let timeout = outage.isLost ? min(leaseTimeout, Self.outageLeaseTimeout) : leaseTimeout
         do {
-            let value = try await leased(within: timeout, body)
+            let value = try await LeaseCall.answer(within: timeout) { race in
+                try await self.client.withConnection { connection in
+                    guard race.lease() else { throw CancellationError() }
+                    return try await body(connection)
+                }
+            }
             if outage.recovered() { logger.notice("ledger database reachable again", metadata: ["database": .string(address.description)]) }
             return value
         } catch {
@@ -136,19 +142,6 @@ public final class PostgresPool: Service, Sendable {
                 logger.warning("ledger database unavailable", metadata: ["database": .string(address.description), "reason": .string(lost.reason)])
             }
             throw fault
-        }
-    }
-
-    /// `body`'s answer, or `LedgerUnavailable` once `timeout` passes without a connection
-    /// (`LeaseCall.answer(within:)`).
-    private func leased<Value: Sendable>(within timeout: Duration, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value)
-        async throws -> Value
-    {
-        try await LeaseCall.answer(within: timeout) { race in
-            try await self.client.withConnection { connection in
-                guard race.lease() else { throw CancellationError() }
-                return try await body(connection)
-            }
         }
     }
 

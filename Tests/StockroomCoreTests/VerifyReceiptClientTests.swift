@@ -203,7 +203,7 @@ import Testing
         guard case .unavailable(let reason, _) = verdict else { Issue.record("\(verdict)"); return }
         // The refused connection, or the last attempt cut short by what was left of the budget:
         // on busy cores its timer has fired before curl heard the refusal (1 full run in 5 here).
-        #expect(reason.contains("could not connect") || reason.hasSuffix("upstream timed out: no answer within the call's timeout (every upstream transfer thread busy, or the transfer stalled)"), "\(reason)")
+        #expect(reason.contains("could not connect") || reason.contains("upstream timed out"), "\(reason)")
         #expect(!reason.contains("HTTP"), "nothing answered: \(reason)")
         // Fifty attempts with their backoffs would take ~20 s; the 1 s budget, with slack for
         // two busy cores (4.6 s in one full run here), well under that.

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import StockroomTestSupport
 import Testing
 
@@ -91,7 +90,7 @@ import Testing
         for round in 0..<300 {
             let file = try BodyFile(path: "/dev/full", keeping: 0, direct: false, bufferSize: 4096) { _ in }
             let piece = [UInt8](repeating: 1, count: 500 + round % 11 * 700)
-            let ended = await Self.within(.seconds(20)) {
+            let ended = await within(.seconds(20)) {
                 try? await Self.offThePool {
                     do {
                         for _ in 0..<(4 * BodyFile.bufferCount * 4096 / piece.count + 2) { try piece.withUnsafeBytes { try file.append($0) } }
@@ -110,25 +109,6 @@ import Testing
 }
 
 extension BodyFileTests {
-    /// `work`'s value, or nil when it has not come after `limit` (the work is left where it waits).
-    static func within<Value: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async -> Value) async -> Value? {
-        let waiting = Waiting<Value>()
-        return await withCheckedContinuation { continuation in
-            waiting.continuation.withLock { $0 = continuation }
-            Task { waiting.resume(await work()) }
-            Task {
-                try? await Task.sleep(for: limit)
-                waiting.resume(nil)
-            }
-        }
-    }
-
-    /// A continuation resumed once, by the first to come.
-    final class Waiting<Value: Sendable>: Sendable {
-        let continuation = Mutex<CheckedContinuation<Value?, Never>?>(nil)
-        func resume(_ value: Value?) { continuation.withLock { $0.take() }?.resume(returning: value) }
-    }
-
     /// Runs `work` on a thread of its own, as the transfer's thread does: `append` and `end` wait
     /// for the disk, and on the shared pool's two threads they held up every other test.
     static func offThePool(_ work: @escaping @Sendable () throws -> Void) async throws {
