@@ -37,10 +37,11 @@ final class LeaseCall<Value: Sendable>: Sendable {
     /// What `lease` answers, or `LedgerUnavailable` once `timeout` passes before it calls
     /// `race.lease()` (a lease that comes later must see `lease()` false and run nothing). The
     /// lease runs in a task of its own and the caller never waits for it past the deadline. A
-    /// task group waited for its cancelled lease, and postgres-nio 1.33.2 can miss a cancellation
-    /// that comes between its check and its queueing: while the database refused connections the
-    /// lease, and the request behind it, waited for good. The caller's cancellation reaches the
-    /// lease, and the call once it runs.
+    /// task group must wait for its cancelled lease, and postgres-nio 1.33.2's
+    /// `ConnectionRequest.leaseConnection` misses a cancellation that comes between its check and
+    /// its queueing: the lease, and the request behind it, would then wait for as long as the
+    /// database refused connections. The caller's cancellation reaches the lease, and the call
+    /// once it runs.
     static func answer(within timeout: Duration, _ lease: @escaping @Sendable (LeaseRace) async throws -> Value) async throws -> Value {
         let call = LeaseCall<Value>()
         return try await withTaskCancellationHandler {
