@@ -3,12 +3,13 @@ import Foundation
 import Glibc
 #endif
 
-/// A TCP proxy on loopback in front of the server, to break what travels between the client and
-/// the server: it cuts a connection after some bytes of the answer, flips one byte of an answer,
-/// or refuses connections (a server out of reach).
-final class TCPProxy: @unchecked Sendable {
+/// A TCP proxy on loopback in front of a server, to break what travels between a client and
+/// it: it cuts a connection after some bytes of the answer, flips one byte of an answer, refuses
+/// connections (a server out of reach), or stalls every connection (a server or a network that
+/// stopped answering while the connections stay open).
+public final class TCPProxy: @unchecked Sendable {
     /// What happens to one connection's answer bytes.
-    enum Fault: Sendable {
+    public enum Fault: Sendable {
         /// Forward this many bytes of the answer (head included), then close both sides.
         case cutAfter(Int)
         /// Flip every bit of the answer's byte at this offset (head included).
@@ -18,16 +19,17 @@ final class TCPProxy: @unchecked Sendable {
         case cutAfterThenRefuse(Int)
     }
 
-    let port: Int
+    public let port: Int
     private let upstreamPort: Int
     private let listener: Int32
     private let lock = NSLock()
     private var faults: [Fault] = []
     private var refusing = false
+    private var stalled = false
     private var closed = false
     private var accepted = 0
 
-    init(upstreamPort: Int) throws {
+    public init(upstreamPort: Int) throws {
         self.upstreamPort = upstreamPort
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var one: Int32 = 1
@@ -49,17 +51,21 @@ final class TCPProxy: @unchecked Sendable {
     deinit { stop() }
 
     /// The faults of the next connections, one each, in the order they are accepted.
-    func inject(_ faults: [Fault]) { lock.withLock { self.faults = faults } }
+    public func inject(_ faults: [Fault]) { lock.withLock { self.faults = faults } }
 
     /// While true, every new connection is closed at once, unanswered.
-    func refuse(_ refusing: Bool) { lock.withLock { self.refusing = refusing } }
+    public func refuse(_ refusing: Bool) { lock.withLock { self.refusing = refusing } }
+
+    /// While true, no byte moves either way on any connection, old or new; they stay open, and
+    /// what was read meanwhile is passed on once the stall ends.
+    public func stall(_ stalled: Bool) { lock.withLock { self.stalled = stalled } }
 
     /// Connections accepted so far.
-    var connections: Int { lock.withLock { accepted } }
+    public var connections: Int { lock.withLock { accepted } }
 
-    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    public var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
-    func stop() {
+    public func stop() {
         let wasClosed = lock.withLock { () -> Bool in
             defer { closed = true }
             return closed
@@ -92,13 +98,18 @@ final class TCPProxy: @unchecked Sendable {
                 continue
             }
             let pair = SocketPair(client: client, server: server)
-            Thread { Self.pump(from: client, to: server, fault: nil, pair: pair) }.start()
-            Thread { [self] in Self.pump(from: server, to: client, fault: fault, pair: pair) { self.refuse(true) } }.start()
+            Thread { [self] in pump(from: client, to: server, fault: nil, pair: pair) }.start()
+            Thread { [self] in pump(from: server, to: client, fault: fault, pair: pair) { self.refuse(true) } }.start()
         }
     }
 
+    /// Holds the calling pump while the proxy is stalled (or until it stops).
+    private func waitWhileStalled() {
+        while lock.withLock({ stalled && !closed }) { Thread.sleep(forTimeInterval: 0.01) }
+    }
+
     /// Copies bytes one way until either side closes, applying the fault to them.
-    private static func pump(from source: Int32, to sink: Int32, fault: Fault?, pair: SocketPair, goDown: @escaping () -> Void = {}) {
+    private func pump(from source: Int32, to sink: Int32, fault: Fault?, pair: SocketPair, goDown: @escaping () -> Void = {}) {
         var fault = fault
         var refuseAfterCut = false
         if case .cutAfterThenRefuse(let limit)? = fault {
@@ -110,6 +121,7 @@ final class TCPProxy: @unchecked Sendable {
         loop: while true {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count <= 0 { break }
+            waitWhileStalled()
             var length = count
             switch fault {
             case .cutAfter(let limit)?:
