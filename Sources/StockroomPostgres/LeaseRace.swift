@@ -13,6 +13,8 @@ final class LeaseRace: Sendable {
     func abandon() -> Bool {
         state.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged
     }
+
+    var isLeased: Bool { state.load(ordering: .acquiring) == 1 }
 }
 
 /// Whether the pool's database is known lost: set by the first call that found it unavailable,
@@ -32,89 +34,140 @@ final class Outage: Sendable {
 }
 
 /// One ledger call's answer, given once by whichever comes first: the call itself, its lease
-/// deadline, or the caller's cancellation before a connection was leased.
+/// deadline, its call deadline, its connection's closing, or the caller's cancellation.
 final class LeaseCall<Value: Sendable>: Sendable {
     /// What `lease` answers, or `LedgerUnavailable` once `timeout` passes before it calls
-    /// `race.lease()` (a lease that comes later must see `lease()` false and run nothing). The
-    /// lease runs in a task of its own and the caller never waits for it past the deadline. A
-    /// task group must wait for its cancelled lease, and postgres-nio 1.33.2's
-    /// `ConnectionRequest.leaseConnection` misses a cancellation that comes between its check and
-    /// its queueing: the lease, and the request behind it, would then wait for as long as the
-    /// database refused connections. The caller's cancellation reaches the lease, and the call
-    /// once it runs.
-    static func answer(within timeout: Duration, _ lease: @escaping @Sendable (LeaseRace) async throws -> Value) async throws -> Value {
-        let call = LeaseCall<Value>()
+    /// `lease(cutting:isClosed:)` (a lease that comes later must see false and run nothing), or
+    /// once `callTimeout` passes after it, or soon after its connection closed. The lease runs in a task of its own and the caller never
+    /// waits for it past a deadline. A task group must wait for its cancelled lease, and
+    /// postgres-nio 1.33.2's `ConnectionRequest.leaseConnection` misses a cancellation that comes
+    /// between its check and its queueing: the lease, and the request behind it, would then wait
+    /// for as long as the database refused connections. The caller's cancellation reaches the
+    /// lease, and the call once it runs.
+    static func answer(
+        within timeout: Duration, callTimeout: Duration? = nil, _ lease: @escaping @Sendable (LeaseCall<Value>) async throws -> Value
+    ) async throws -> Value {
+        let call = LeaseCall<Value>(callTimeout: callTimeout)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 call.wait(continuation)
                 call.run(
                     work: Task {
                         do {
-                            call.answer(.success(try await lease(call.race)))
+                            call.answer(.success(try await lease(call)))
                         } catch {
                             call.answer(.failure(error))
                         }
                     },
-                    timer: Task {
-                        guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                        call.abandon(LedgerUnavailable(reason: "no database connection within \(timeout)"))
-                    })
+                    timer: Self.after(timeout) { call.abandon(LedgerUnavailable(reason: "no database connection within \(timeout)")) })
             }
         } onCancel: {
             call.cancel()
         }
     }
 
-    let race = LeaseRace()
+    private let race = LeaseRace()
+    private let callTimeout: Duration?
+
+    private init(callTimeout: Duration?) {
+        self.callTimeout = callTimeout
+    }
 
     private struct State {
         /// Nil once answered (`wait` sets it before anything can answer).
         var continuation: CheckedContinuation<Value, any Error>?
         var work: Task<Void, Never>?
+        /// The lease's deadline, then the call's.
         var timer: Task<Void, Never>?
+        /// Cuts the leased connection: set while the call runs on it.
+        var cut: (@Sendable () -> Void)?
         var cancelled = false
     }
 
     private let state = Mutex(State())
 
+    /// The lease has a connection: true when it came before the deadline, and the call may run
+    /// on it until `callTimeout`; false when the caller was answered already, and it must run
+    /// nothing. A call still running at `callTimeout` (when set), or `closedGrace` after
+    /// `isClosed` says its connection closed, is cut: the caller is answered `LedgerUnavailable`, `cut` runs (closing
+    /// the connection fails what waits on it, and the pool drops it) and the call is cancelled.
+    /// A connection that stopped answering (a half-open TCP connection, a stalled server)
+    /// otherwise held the call for the kernel's retransmission timeout, some fifteen minutes; and
+    /// a query on a connection that closed under it (postgres-nio 1.33.2, when the database
+    /// restarts) was never answered at all.
+    func lease(cutting cut: @escaping @Sendable () -> Void = {}, isClosed: @escaping @Sendable () -> Bool = { false }) -> Bool {
+        guard race.lease() else { return false }
+        let timer = Self.watch(callTimeout, isClosed) { reason in self.overrun(reason) }
+        let (leaseTimer, answered) = state.withLock { state in
+            defer {
+                state.timer = timer
+                state.cut = cut
+            }
+            return (state.timer, state.continuation == nil)
+        }
+        leaseTimer?.cancel()
+        if answered { timer.cancel() }
+        return true
+    }
+
+    /// The call is done with its connection (before the pool has it back): it is no longer cut.
+    func release() {
+        state.withLock { $0.cut = nil }
+    }
+
     /// The caller waits with `continuation`; set before the tasks that answer it exist, so that
     /// no answer can come first and be lost.
-    func wait(_ continuation: CheckedContinuation<Value, any Error>) {
+    private func wait(_ continuation: CheckedContinuation<Value, any Error>) {
         state.withLock { $0.continuation = continuation }
     }
 
     /// `work` (the lease and the call) and `timer` (the deadline) run. A call answered already
     /// stops its timer; a caller cancelled already is answered now.
-    func run(work: Task<Void, Never>, timer: Task<Void, Never>) {
+    private func run(work: Task<Void, Never>, timer: Task<Void, Never>) {
         let (answered, cancelled) = state.withLock { state in
             state.work = work
-            state.timer = timer
+            if state.timer == nil { state.timer = timer }  // else the lease came first and set the call's
             return (state.continuation == nil, state.cancelled)
         }
-        if answered { timer.cancel() }
+        if answered || race.isLeased { timer.cancel() }
         if cancelled { cancel() }
     }
 
-    /// The answer; later ones are dropped. The deadline's timer stops.
-    func answer(_ result: Result<Value, any Error>) {
+    /// The answer, when none was given yet (true then); later ones are dropped. The deadline's timer stops.
+    @discardableResult
+    private func answer(_ result: Result<Value, any Error>) -> Bool {
         let (continuation, timer) = state.withLock { state in
             defer { state.continuation = nil }
             return (state.continuation, state.timer)
         }
         timer?.cancel()
         continuation?.resume(with: result)
+        return continuation != nil
     }
 
     /// The deadline passed: when no connection was leased yet, the lease is called off and the
     /// caller answered with `failure`; otherwise the call already runs and answers itself.
-    func abandon(_ failure: any Error) {
+    private func abandon(_ failure: any Error) {
         guard race.abandon() else { return }
         answer(.failure(failure))  // before the lease hears its cancellation and answers for itself
         state.withLock { $0.work }?.cancel()
     }
 
+    /// The call ran too long on its connection (`reason`): the caller is answered, the connection
+    /// cut (under the lock, so that a call releasing it meanwhile waits and its connection is not
+    /// cut under the next caller) and the call cancelled.
+    private func overrun(_ reason: String) {
+        guard answer(.failure(LedgerUnavailable(reason: reason))) else { return }
+        let work = state.withLock { state in
+            state.cut?()
+            state.cut = nil
+            return state.work
+        }
+        work?.cancel()
+    }
+
     /// The caller was cancelled: so is the lease, or the call on its connection.
-    func cancel() {
+    private func cancel() {
         let work = state.withLock { state in
             state.cancelled = true
             return state.work
@@ -124,5 +177,35 @@ final class LeaseCall<Value: Sendable>: Sendable {
         // for itself), or the call, already running, is cancelled and answers.
         if race.abandon() { answer(.failure(CancellationError())) }
         work.cancel()
+    }
+
+    /// How long a call may go on after its connection closed. postgres-nio fails the query that
+    /// runs when its connection closes, but not one written just after the close: that one is
+    /// never answered.
+    static var closedGrace: Duration { .seconds(1) }
+
+    /// A task that, unless cancelled first, runs `action` with why once `limit` (when set)
+    /// passes, or once a check (every `closedGrace`) finds `isClosed`.
+    private static func watch(
+        _ limit: Duration?, _ isClosed: @escaping @Sendable () -> Bool, _ action: @escaping @Sendable (String) -> Void
+    ) -> Task<Void, Never> {
+        Task {
+            var waited = Duration.zero
+            while limit.map({ waited < $0 }) ?? true {
+                let step = limit.map { min($0 - waited, closedGrace) } ?? closedGrace
+                guard (try? await Task.sleep(for: step)) != nil else { return }
+                waited += step
+                if limit.map({ waited < $0 }) ?? true, isClosed() { return action("the database connection closed under the call") }
+            }
+            action("no answer from the database within \(limit ?? waited)")
+        }
+    }
+
+    /// A task that runs `action` after `delay`, unless cancelled first.
+    private static func after(_ delay: Duration, _ action: @escaping @Sendable () -> Void) -> Task<Void, Never> {
+        Task {
+            guard (try? await Task.sleep(for: delay)) != nil else { return }
+            action()
+        }
     }
 }

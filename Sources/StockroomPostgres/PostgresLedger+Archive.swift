@@ -7,7 +7,7 @@ import StockroomCore
 extension PostgresLedger {
     /// Every row of every table, read in one repeatable-read transaction.
     public func archive() async throws -> LedgerArchive {
-        try await database.transaction { connection in
+        try await database.transaction(bounded: false) { connection in
             try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger).drain()
             var archive = LedgerArchive()
             archive.fulfilments = try await LedgerRows.decode(
@@ -30,7 +30,7 @@ extension PostgresLedger {
     /// Writes every row of `archive` into this ledger, which must be empty; identities continue
     /// after the highest imported ID. Nothing is written when anything fails.
     public func restore(_ archive: LedgerArchive) async throws {
-        try await database.transaction { connection in
+        try await database.transaction(bounded: false) { connection in
             for table in ["fulfilments", "download_attempts", "pending_proofs", "notifications", "server_calls"] {
                 let rows = try await connection.query(PostgresQuery(unsafeSQL: "SELECT 1 FROM \(table) LIMIT 1"), logger: logger).collect()
                 guard rows.isEmpty else { throw LedgerArchive.Malformed(description: "the target ledger is not empty: \(table) has rows") }

@@ -16,6 +16,9 @@ public final class PostgresPool: Service, Sendable {
     public let address: PostgresAddress
     /// How long a call waits for a pooled connection before it is `LedgerUnavailable`.
     public let leaseTimeout: Duration
+    /// How long a call may run on its connection before it is cut and `LedgerUnavailable`; the
+    /// ledger's export, import and migrations are not bounded.
+    public let callTimeout: Duration
     let logger: Logger
     let schema: SchemaGate
     private let outage = Outage()
@@ -26,13 +29,17 @@ public final class PostgresPool: Service, Sendable {
     /// A pool of at most `poolSize` connections to `address`. `migrated` says the schema was
     /// brought up to date already (the server does it before it starts); otherwise the first
     /// call does it.
-    public init(address: PostgresAddress, poolSize: Int, leaseTimeout: Duration = .seconds(5), migrated: Bool = false, logger: Logger) {
+    public init(
+        address: PostgresAddress, poolSize: Int, leaseTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30), migrated: Bool = false,
+        logger: Logger
+    ) {
         var logger = logger
         // PostgresNIO logs statements below .notice; receipts travel in them.
         if logger.logLevel < .notice { logger.logLevel = .notice }
         self.client = PostgresClient(configuration: Self.configuration(address, poolSize: poolSize), backgroundLogger: logger)
         self.address = address
         self.leaseTimeout = leaseTimeout
+        self.callTimeout = callTimeout
         self.logger = logger
         self.schema = SchemaGate(migrated: migrated)
     }
@@ -55,7 +62,7 @@ public final class PostgresPool: Service, Sendable {
     /// returns the versions this call applied.
     @discardableResult
     public func migrate() async throws -> [Int] {
-        try await withConnection { connection in try await PostgresSchema.migrate(connection, logger: self.logger) }
+        try await withConnection(bounded: false) { connection in try await PostgresSchema.migrate(connection, logger: self.logger) }
     }
 
     /// Migrates over a connection of its own, before any pool runs (the server's start-up):
@@ -98,9 +105,12 @@ public final class PostgresPool: Service, Sendable {
 
     /// `body` in one SQL transaction, retried whole on a serialisation failure, a deadlock, or a
     /// unique key another transaction took first; other errors roll it back and surface.
-    func transaction<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws -> Value {
+    /// `bounded` false lets it run past `callTimeout` (moving a whole ledger).
+    func transaction<Value: Sendable>(bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws
+        -> Value
+    {
         try await retrying {
-            try await self.withConnection { connection in
+            try await self.withConnection(bounded: bounded) { connection in
                 try await connection.withTransaction(logger: self.logger) { connection in try await body(connection) }
             }
         }
@@ -124,13 +134,24 @@ public final class PostgresPool: Service, Sendable {
     /// `body` on a pooled connection; waiting longer than `leaseTimeout` for one is
     /// `LedgerUnavailable` (`LeaseCall`: the caller never waits on the pool past it), and a lease
     /// that comes later is given back untouched. While the database is known lost, calls wait
-    /// only `outageLeaseTimeout`, so a 503 comes quickly.
-    func withConnection<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws -> Value {
+    /// only `outageLeaseTimeout`, so a 503 comes quickly. A `bounded` call still running on its
+    /// connection after `callTimeout`, or about a second after that connection closed, is
+    /// `LedgerUnavailable` too, and its connection is closed.
+    func withConnection<Value: Sendable>(bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws
+        -> Value
+    {
         let timeout = outage.isLost ? min(leaseTimeout, Self.outageLeaseTimeout) : leaseTimeout
         do {
-            let value = try await LeaseCall.answer(within: timeout) { race in
+            let value = try await LeaseCall<Value>.answer(within: timeout, callTimeout: bounded ? callTimeout : nil) { call in
                 try await self.client.withConnection { connection in
-                    guard race.lease() else { throw CancellationError() }
+                    let leased = call.lease(cutting: { let _: EventLoopFuture<Void> = connection.close() }, isClosed: { connection.isClosed })
+                    guard leased else { throw CancellationError() }
+                    defer { call.release() }
+                    // The pool can hand out a connection the database has just closed (it hears
+                    // of the close later), and a query on it is never answered: another is tried.
+                    guard !connection.isClosed else {
+                        throw PostgresFault.Retryable(sqlState: "08006", underlying: LedgerUnavailable(reason: "the database closed the connection"))
+                    }
                     return try await body(connection)
                 }
             }
