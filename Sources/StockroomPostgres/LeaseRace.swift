@@ -87,11 +87,12 @@ final class LeaseCall<Value: Sendable>: Sendable {
     private let state = Mutex(State())
 
     /// The lease has a connection: true when it came before the deadline, and the call may run
-    /// on it until `callTimeout`; false when the caller was answered already, and it must run
-    /// nothing. A call still running at `callTimeout` (when set), or `closedGrace` after
-    /// `isClosed` says its connection closed, is cut: the caller is answered `LedgerUnavailable`, `cut` runs (closing
-    /// the connection fails what waits on it, and the pool drops it) and the call is cancelled.
-    /// A connection that stopped answering (a half-open TCP connection, a stalled server)
+    /// on it; false when the caller was answered already, and it must run nothing. A call still
+    /// running at `callTimeout` (when set), or when a check (every `closedCheck`) finds
+    /// `isClosed`, is cut: the caller is answered `LedgerUnavailable`, `cut` runs (closing the
+    /// connection fails what waits on it, and the pool drops it) and the call is cancelled
+    /// (postgres-nio's queries do not hear that: one it never answers stays suspended). A
+    /// connection that stopped answering (a half-open TCP connection, a stalled server)
     /// otherwise held the call for the kernel's retransmission timeout, some fifteen minutes; and
     /// a query on a connection that closed under it (postgres-nio 1.33.2, when the database
     /// restarts) was never answered at all.
@@ -179,20 +180,20 @@ final class LeaseCall<Value: Sendable>: Sendable {
         work.cancel()
     }
 
-    /// How long a call may go on after its connection closed. postgres-nio fails the query that
-    /// runs when its connection closes, but not one written just after the close: that one is
-    /// never answered.
-    static var closedGrace: Duration { .seconds(1) }
+    /// How often a running call checks whether its connection closed. postgres-nio fails the
+    /// query that runs when its connection closes, but not one written just after the close:
+    /// that one is never answered.
+    static var closedCheck: Duration { .seconds(1) }
 
     /// A task that, unless cancelled first, runs `action` with why once `limit` (when set)
-    /// passes, or once a check (every `closedGrace`) finds `isClosed`.
+    /// passes, or once a check (every `closedCheck`) finds `isClosed`.
     private static func watch(
         _ limit: Duration?, _ isClosed: @escaping @Sendable () -> Bool, _ action: @escaping @Sendable (String) -> Void
     ) -> Task<Void, Never> {
         Task {
             var waited = Duration.zero
             while limit.map({ waited < $0 }) ?? true {
-                let step = limit.map { min($0 - waited, closedGrace) } ?? closedGrace
+                let step = limit.map { min($0 - waited, closedCheck) } ?? closedCheck
                 guard (try? await Task.sleep(for: step)) != nil else { return }
                 waited += step
                 if limit.map({ waited < $0 }) ?? true, isClosed() { return action("the database connection closed under the call") }

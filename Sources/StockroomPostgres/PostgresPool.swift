@@ -62,7 +62,7 @@ public final class PostgresPool: Service, Sendable {
     /// returns the versions this call applied.
     @discardableResult
     public func migrate() async throws -> [Int] {
-        try await withConnection(bounded: false) { connection in try await PostgresSchema.migrate(connection, logger: self.logger) }
+        try await retryingConflicts { try await self.withConnection(bounded: false) { connection in try await PostgresSchema.migrate(connection, logger: self.logger) } }
     }
 
     /// Migrates over a connection of its own, before any pool runs (the server's start-up):
@@ -118,6 +118,11 @@ public final class PostgresPool: Service, Sendable {
 
     private func retrying<Value: Sendable>(_ operation: @Sendable () async throws -> Value) async throws -> Value {
         try await schema.ready { try await self.migrate() }
+        return try await retryingConflicts(operation)
+    }
+
+    /// `operation`, tried again (at most `attempts` times in all) when it threw `Retryable`.
+    private func retryingConflicts<Value: Sendable>(_ operation: @Sendable () async throws -> Value) async throws -> Value {
         var attempt = 1
         while true {
             do {
