@@ -397,7 +397,15 @@ import Testing
             let database = try PostgresAddress(url: fixture.databasePath).database
             try await ScratchPostgres.admin(cluster, "ALTER DATABASE \(database) ALLOW_CONNECTIONS false")
             try await ScratchPostgres.admin(cluster, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)'")
-            let lost = try await fixture.get(status, token: token)
+            // Answered, and soon: HummingbirdTesting's client cannot give up on a server that never
+            // answers, so a hang here fails the test instead of holding the run. (The delivery
+            // record of the POST above, cut with the database, once held this request for good.)
+            let started = ContinuousClock.now
+            let answered = await within(.seconds(60)) { () async -> Result<TestResponse, any Error> in
+                do { return .success(try await fixture.get(status, token: token)) } catch { return .failure(error) }
+            }
+            let lost = try #require(answered, "the request was answered").get()
+            #expect(ContinuousClock.now - started < .seconds(25), "the lease timeout (5 s) with room for busy cores, not the call deadline (30 s)")
             #expect(lost.status == .serviceUnavailable)
             #expect(try DownloadFixture.code(lost) == "ledger_unavailable")
             #expect(Int(lost.headers[.retryAfter] ?? "") ?? 0 >= 1)
