@@ -105,21 +105,37 @@ import Testing
         }
     }
 
-    @Test func aCallThatRunsPastItsDeadlineIsAnsweredThenAndItsConnectionCut() async throws {
+    /// A call that leased its connection and then never answers (its statement's cancellation is
+    /// not heard either): why it was answered, how long that took, and whether its connection
+    /// was cut once, just after the answer.
+    static func stuckCall(callTimeout: Duration, isClosed: @escaping @Sendable () -> Bool) async -> (reason: String?, took: Duration, cut: Bool) {
         let cut = Count()
         let start = ContinuousClock.now
         let error = await #expect(throws: LedgerUnavailable.self) {
-            try await LeaseCall<Int>.answer(within: .seconds(30), callTimeout: .milliseconds(200)) { call in
-                guard call.lease(cutting: { cut.add() }) else { throw CancellationError() }
+            try await LeaseCall<Int>.answer(within: .seconds(30), callTimeout: callTimeout) { call in
+                guard call.lease(cutting: { cut.add() }, isClosed: isClosed) else { throw CancellationError() }
                 defer { call.release() }
-                // A statement whose connection stopped answering: its cancellation is not heard either.
                 _ = try? await Task.sleep(for: .seconds(3_600))
                 return 1
             }
         }
-        #expect(error?.reason == "no answer from the database within 0.2 seconds")
-        #expect(ContinuousClock.now - start < .seconds(60), "answered at 200 ms, not after the hour (room for busy cores)")
-        #expect(await Self.settles { cut.total == 1 }, "the connection was closed (just after the answer)")
+        let took = ContinuousClock.now - start
+        return (error?.reason, took, await settles { cut.total == 1 })
+    }
+
+    @Test func aCallThatRunsPastItsDeadlineIsAnsweredThenAndItsConnectionCut() async throws {
+        let call = await Self.stuckCall(callTimeout: .milliseconds(200), isClosed: { false })
+        #expect(call.reason == "no answer from the database within 0.2 seconds")
+        #expect(call.took < .seconds(60), "answered at 200 ms, not after the hour (room for busy cores)")
+        #expect(call.cut, "the connection was closed")
+    }
+
+    @Test func aCallWhoseConnectionClosedUnderItIsAnsweredWithinAboutASecond() async throws {
+        let start = ContinuousClock.now
+        let call = await Self.stuckCall(callTimeout: .seconds(600), isClosed: { ContinuousClock.now - start > .milliseconds(100) })
+        #expect(call.reason == "the database connection closed under the call")
+        #expect(call.took < .seconds(60), "about a second, not the call's 600 s (room for busy cores)")
+        #expect(call.cut, "the connection was closed")
     }
 
     @Test func aCallThatAnsweredInTimeIsNeverCut() async throws {
@@ -142,24 +158,5 @@ import Testing
             while !condition() { try? await Task.sleep(for: .milliseconds(10)) }
             return true
         } ?? false
-    }
-
-    @Test func aCallWhoseConnectionClosedUnderItIsAnsweredWithinAboutASecond() async throws {
-        let cut = Count()
-        let start = ContinuousClock.now
-        let error = await #expect(throws: LedgerUnavailable.self) {
-            try await LeaseCall<Int>.answer(within: .seconds(30), callTimeout: .seconds(600)) { call in
-                // The connection closes under the call, and its query is never answered.
-                guard call.lease(cutting: { cut.add() }, isClosed: { ContinuousClock.now - start > .milliseconds(100) }) else {
-                    throw CancellationError()
-                }
-                defer { call.release() }
-                _ = try? await Task.sleep(for: .seconds(3_600))
-                return 1
-            }
-        }
-        #expect(error?.reason == "the database connection closed under the call")
-        #expect(ContinuousClock.now - start < .seconds(60), "about a second, not the call's 600 s (room for busy cores)")
-        #expect(await Self.settles { cut.total == 1 }, "the connection was closed (just after the answer)")
     }
 }
