@@ -15,6 +15,9 @@ public struct LedgerArchive: Sendable, Equatable {
 
     public init() {}
 
+    /// The ledger's tables, in the order an import writes them.
+    public static let tables = ["fulfilments", "download_attempts", "pending_proofs", "notifications", "server_calls"]
+
     /// The statements that write every row, IDs included, in an order that keeps references whole.
     public var insertions: [LedgerStatement] {
         fulfilments.map { .insert($0) } + attempts.map { .insert($0) } + pendingProofs.map { .insert($0) } + notifications.map { .insert($0) }

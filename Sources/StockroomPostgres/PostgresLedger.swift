@@ -9,7 +9,7 @@ import StockroomCore
 /// reads the purchase's rows `FOR UPDATE`, applies the same `EntitlementRules` as
 /// `SQLiteLedger`, and writes the rows the rules changed. A lost database throws
 /// `LedgerUnavailable`; the pool reconnects by itself when the database is back.
-public struct PostgresLedger: Ledger, LedgerStatementRunner {
+public struct PostgresLedger: Ledger, LedgerInsights, LedgerStatementRunner {
     public let database: PostgresPool
     /// When set, a transaction reaching this point is queued for Finish Transaction in the same transaction.
     public let finishOn: FinishTrigger?
@@ -21,104 +21,93 @@ public struct PostgresLedger: Ledger, LedgerStatementRunner {
 
     var logger: Logger { database.logger }
 
-    // MARK: Reads
+    public var dialect: LedgerDialect { .postgres }
 
-    public func fulfilment(_ transactionID: String) async throws -> Fulfilment? {
-        try await database.read { connection in try await Self.fulfilment(transactionID, on: connection, logger: logger) }
+    /// A write runs in a transaction of its own: a call cut before it answered never commits, where
+    /// a lone statement could still land once a stalled connection moved again.
+    public func fetch<Record: LedgerRecord>(_ statement: LedgerStatement, as type: Record.Type) async throws -> [Record] {
+        guard statement.isRead else { return try await database.transaction { connection in try await fetch(statement, as: type, on: connection) } }
+        return try await database.read { connection in try await fetch(statement, as: type, on: connection) }
     }
 
-    public func list(_ filter: FulfilmentFilter) async throws -> [Fulfilment] {
-        try await database.read { connection in
-            var conditions: [String] = []
-            var binds = PostgresBindings()
-            if let states = filter.states {
-                binds.append(states.map(\.rawValue).sorted())
-                conditions.append("f.state = ANY($\(binds.count))")
+    /// Runs one of the ledger's shared statements on `connection` and reads each row it returns as `Record`.
+    func fetch<Record: LedgerRecord>(_ statement: LedgerStatement, as type: Record.Type, on connection: PostgresConnection) async throws -> [Record] {
+        var records: [Record] = []
+        for try await row in try await connection.query(statement.postgres, logger: logger) {
+            records.append(try Record(row: PostgresCells(row: row.makeRandomAccess())))
+        }
+        return records
+    }
+
+    /// Runs one of the ledger's shared statements on `connection`; returns how many rows it returned (`RETURNING`).
+    @discardableResult
+    func execute(_ statement: LedgerStatement, on connection: PostgresConnection) async throws -> Int {
+        try await connection.query(statement.postgres, logger: logger).collect().count
+    }
+}
+
+extension LedgerStatement {
+    /// The statement with PostgreSQL's parameters (`$1` for `?1`) and its values bound.
+    var postgres: PostgresQuery {
+        var binds = PostgresBindings(capacity: arguments.count)
+        for argument in arguments {
+            switch argument {
+            case .null: binds.appendNull()
+            case .text(let text): binds.append(text)
+            case .integer(let integer): binds.append(integer)
+            case .bool(let bool): binds.append(bool)
+            case .time(let date): binds.append(Timestamp(date))
             }
-            if let product = filter.productID {
-                binds.append(product)
-                conditions.append("f.product_id = $\(binds.count)")
-            }
-            if let since = filter.since {
-                binds.append(Timestamp(since))
-                conditions.append("f.updated_at >= $\(binds.count)")
-            }
-            if filter.unfinished {
-                conditions.append("f.transaction_id IN (SELECT transaction_id FROM server_calls WHERE kind = 'finish' AND status = 'queued')")
-            }
-            binds.append(max(0, filter.limit))
-            let condition = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-            let sql = "SELECT \(LedgerRows.fulfilment) FROM fulfilments f \(condition) ORDER BY f.updated_at DESC LIMIT $\(binds.count)"
-            return try await LedgerRows.decode(Fulfilment.self, try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger))
+        }
+        return PostgresQuery(unsafeSQL: sql.replacing(/\?(\d+)/) { "$" + $0.output.1 }, binds: binds)
+    }
+}
+
+/// A row as the ledger's shared code reads it, each column decoded as the record's field asks;
+/// a value of another type, or a missing column, throws.
+struct PostgresCells: LedgerCells {
+    let row: PostgresRandomAccessRow
+
+    func value(_ column: String, as kind: LedgerValue.Kind) throws -> LedgerValue {
+        guard row.contains(column) else { throw LedgerRowError(column: column) }
+        let cell = row[column]
+        guard cell.bytes != nil else { return .null }
+        return switch kind {
+        case .text: .text(try cell.decode(String.self))
+        case .integer: .integer(try cell.decode(Int64.self))
+        case .bool: .bool(try cell.decode(Bool.self))
+        case .time: .time(try Self.time(cell))
         }
     }
 
-    public func attempts(of transactionID: String) async throws -> [DownloadAttempt] {
-        try await database.read { connection in
-            try await LedgerRows.decode(
-                DownloadAttempt.self,
-                try await connection.query(
-                    "SELECT \(unescaped: LedgerRows.attempt) FROM download_attempts a WHERE a.transaction_id = \(transactionID) ORDER BY a.id",
-                    logger: logger))
-        }
+    /// A `timestamptz` as seconds since 1970 from its exact count of microseconds: the value the
+    /// export's JSON writes and reads back unchanged. (PostgresNIO's `Date` adds its epoch to an
+    /// already rounded quotient, which can be a bit off that.)
+    static func time(_ cell: PostgresCell) throws -> Date {
+        guard cell.dataType == .timestamptz, cell.format == .binary, var bytes = cell.bytes, bytes.readableBytes == 8,
+            let microseconds = bytes.readInteger(as: Int64.self)
+        else { throw LedgerRowError(column: cell.columnName) }
+        let (since1970, overflow) = microseconds.addingReportingOverflow(946_684_800_000_000)
+        guard !overflow else { throw LedgerRowError(column: cell.columnName) }
+        return Date(timeIntervalSince1970: Double(since1970) / 1_000_000)
+    }
+}
+
+/// A time bound as PostgreSQL's `timestamptz`, rounded to the microsecond it keeps. (PostgresNIO's
+/// own `Date` truncates, so a time read back and written again could lose a microsecond each time.)
+struct Timestamp: PostgresNonThrowingEncodable {
+    let date: Date
+
+    init(_ date: Date) {
+        self.date = date
     }
 
-    public func pendingProofs(status: PendingProof.Status?, limit: Int) async throws -> [PendingProof] {
-        try await database.read { connection in
-            try await LedgerRows.decode(
-                PendingProof.self,
-                try await connection.query(
-                    """
-                    SELECT \(unescaped: LedgerRows.pendingProof) FROM pending_proofs p
-                    WHERE \(status?.rawValue)::text IS NULL OR p.status = \(status?.rawValue) ORDER BY p.id LIMIT \(max(0, limit))
-                    """, logger: logger))
-        }
-    }
+    static var psqlType: PostgresDataType { .timestamptz }
+    static var psqlFormat: PostgresFormat { .binary }
 
-    public func stateCounts() async throws -> [FulfilmentState: Int] {
-        try await database.read { connection in
-            var counts: [FulfilmentState: Int] = [:]
-            for try await (state, count) in try await connection.query("SELECT state, count(*) FROM fulfilments GROUP BY state", logger: logger)
-                .decode((String, Int).self)
-            {
-                if let state = FulfilmentState(rawValue: state) { counts[state] = count }
-            }
-            return counts
-        }
-    }
-
-    // MARK: Rows
-
-    static func fulfilment(_ transactionID: String, on connection: PostgresConnection, logger: Logger, locking: Bool = false) async throws
-        -> Fulfilment?
-    {
-        let lock = locking ? " FOR UPDATE" : ""
-        return try await LedgerRows.decode(
-            Fulfilment.self,
-            try await connection.query("SELECT \(unescaped: LedgerRows.fulfilment) FROM fulfilments f WHERE f.transaction_id = \(transactionID)\(unescaped: lock)", logger: logger)
-        ).first
-    }
-
-    /// Serialises the decisions on one purchase across connections and instances, until the
-    /// transaction ends. Keys are hashed into the one-key advisory space (migrations use the two-key space).
-    static func lockPurchase(_ originalTransactionID: String, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("purchase:" + originalTransactionID), 0))", logger: logger).drain()
-    }
-
-    /// The transaction's row and every row of its purchase (restores), locked, as the rules see
-    /// them: the same rows `SQLiteLedger` reads.
-    static func purchase(transactionID: String, originalTransactionID: String, on connection: PostgresConnection, logger: Logger) async throws
-        -> PurchaseWork
-    {
-        let rows = try await LedgerRows.decode(
-            Fulfilment.self,
-            try await connection.query(
-                """
-                SELECT \(unescaped: LedgerRows.fulfilment) FROM fulfilments f
-                WHERE f.original_transaction_id = \(originalTransactionID) OR f.transaction_id = \(transactionID)
-                  OR f.transaction_id = \(originalTransactionID)
-                FOR UPDATE
-                """, logger: logger))
-        return PurchaseWork(rows: rows)
+    func encode<JSONEncoder: PostgresJSONEncoder>(into byteBuffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
+        // Microseconds since 2000-01-01, PostgreSQL's epoch; a time beyond its range is clamped, never trapped on.
+        let microseconds = ((date.timeIntervalSince1970 - 946_684_800) * 1_000_000).rounded()
+        byteBuffer.writeInteger(Int64(exactly: microseconds) ?? (microseconds < 0 ? .min : .max))
     }
 }

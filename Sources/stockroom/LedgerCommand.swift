@@ -159,12 +159,15 @@ enum LedgerStore {
     /// Every row of a SQLite ledger (the live one, or a backup's copy).
     static func archive(_ reader: any DatabaseReader) async throws -> LedgerArchive {
         try await reader.read { db in
+            func rows<Row: LedgerRow>(_ type: Row.Type, _ order: String) throws -> [Row] {
+                try SQLiteLedger.fetch(.everyRow(of: type, orderedBy: order), as: type, db)
+            }
             var archive = LedgerArchive()
-            archive.fulfilments = try Fulfilment.order(Column("transaction_id")).fetchAll(db)
-            archive.attempts = try DownloadAttempt.order(Column("id")).fetchAll(db)
-            archive.pendingProofs = try PendingProof.order(Column("id")).fetchAll(db)
-            archive.notifications = try NotificationRecord.fetchAll(db, sql: "SELECT * FROM notifications ORDER BY notification_uuid")
-            archive.serverCalls = try ServerCall.order(Column("id")).fetchAll(db)
+            archive.fulfilments = try rows(Fulfilment.self, "transaction_id")
+            archive.attempts = try rows(DownloadAttempt.self, "id")
+            archive.pendingProofs = try rows(PendingProof.self, "id")
+            archive.notifications = try rows(NotificationRecord.self, "notification_uuid")
+            archive.serverCalls = try rows(ServerCall.self, "id")
             return archive
         }
     }
@@ -174,8 +177,8 @@ enum LedgerStore {
         case .postgres(let ledger): try await ledger.restore(archive)
         case .sqlite(let database):
             try await database.writer.write { db in
-                for table in ["fulfilments", "download_attempts", "pending_proofs", "notifications", "server_calls"] {
-                    guard try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM \(table)") == 0 else {
+                for table in LedgerArchive.tables {
+                    guard try SQLiteLedger.execute(.anyRow(in: table), db) == 0 else {
                         throw LedgerArchive.Malformed(description: "the target ledger is not empty: \(table) has rows")
                     }
                 }

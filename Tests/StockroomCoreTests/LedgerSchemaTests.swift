@@ -69,8 +69,8 @@ import Testing
         #expect(sqliteIndexes == postgresIndexes)
     }
 
-    /// Every column is read back as written, on both engines: SQLite reads a fulfilment column by
-    /// column, PostgreSQL through its `Decodable` form.
+    /// Every column is read back as written, on both engines, through the one `init(row:)` each
+    /// engine's cells feed: every kind of value, and NULL in every column that may hold it.
     @Test(arguments: LedgerEngine.allCases) func aFulfilmentReadsBackAsWrittenWithEveryColumnSetOrNone(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let runner = try #require(test.ledger as? any LedgerStatementRunner)

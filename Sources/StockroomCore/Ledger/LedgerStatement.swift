@@ -1,10 +1,10 @@
 import Foundation
 import Synchronization
 
-/// One of the ledger's writes, written once for both engines in the SQL they share: numbered
+/// One of the ledger's statements, written once for both engines in the SQL they share: numbered
 /// parameters (`?1`, `?2`, …, which SQLite reads as they are and PostgreSQL as `$1`, `$2`, …),
-/// `ON CONFLICT`, row values and `RETURNING`. A statement whose caller counts the rows it changed
-/// says `RETURNING 1`.
+/// `ON CONFLICT`, row values and `RETURNING`, and the few clauses they spell differently taken
+/// from `LedgerDialect`. A statement whose caller counts the rows it changed says `RETURNING 1`.
 public struct LedgerStatement: Sendable, Equatable {
     public let sql: String
     public let arguments: [LedgerValue]
@@ -16,6 +16,14 @@ public struct LedgerStatement: Sendable, Equatable {
     private init(sql: String, values: [LedgerValue]) {
         self.sql = sql
         self.arguments = values
+    }
+
+    /// Whether it only reads (a SELECT): an engine runs it on a reader, not as a write.
+    public var isRead: Bool { sql.hasPrefix("SELECT") }
+
+    /// The same SELECT, its rows locked until the transaction ends.
+    public func locking(_ dialect: LedgerDialect) -> LedgerStatement {
+        dialect.forUpdate.isEmpty ? self : LedgerStatement(sql: sql + dialect.forUpdate, values: arguments)
     }
 
     /// Inserts a whole row, its ID too when it has one; `conflict` is what follows `ON CONFLICT`.
@@ -33,6 +41,16 @@ public struct LedgerStatement: Sendable, Equatable {
             return "INSERT INTO \(Row.table) (\(names.joined(separator: ", "))) VALUES (\(placeholders))" + (conflict.map { " ON CONFLICT \($0)" } ?? "")
         }
         return LedgerStatement(sql: sql, values: values)
+    }
+
+    /// Every row of a table, in `order` (an export).
+    public static func everyRow<Row: LedgerRow>(of type: Row.Type, orderedBy order: String) -> LedgerStatement {
+        LedgerStatement("SELECT * FROM \(Row.table) ORDER BY \(order)", [])
+    }
+
+    /// One row if the table has any, none if it is empty (an import goes only into an empty ledger).
+    public static func anyRow(in table: String) -> LedgerStatement {
+        LedgerStatement("SELECT 1 FROM \(table) LIMIT 1", [])
     }
 
     /// Writes every column of a fulfilment but its key.
@@ -93,6 +111,16 @@ public struct LedgerStatement: Sendable, Equatable {
             [draft.transactionID, draft.digest, draft.error, now])
     }
 
+    /// Deletes up to `limit` rejected proofs last changed before `before`, the oldest first.
+    public static func purgeRejectedPendingProofs(before: Date, limit: Int, _ dialect: LedgerDialect) -> LedgerStatement {
+        LedgerStatement(
+            """
+            DELETE FROM pending_proofs WHERE id IN
+              (SELECT id FROM pending_proofs WHERE status = 'rejected' AND updated_at < ?1 ORDER BY updated_at LIMIT ?2\(dialect.skipLocked))
+            RETURNING 1
+            """, [before, max(0, limit)])
+    }
+
     /// A kept proof rejected by the App Store (`reason`), or one whose re-verification failed
     /// (`error`, still pending); either releases its lease.
     public static func settlePendingProof(id: Int64, rejected: Bool, error: String, now: Date) -> LedgerStatement {
@@ -133,123 +161,3 @@ private enum SQLText {
     }
 }
 
-/// A value bound to a statement.
-public enum LedgerValue: Sendable, Equatable {
-    case null
-    case text(String)
-    case integer(Int64)
-    case bool(Bool)
-    case time(Date)
-}
-
-/// What can be bound to a statement.
-public protocol LedgerBindable: Sendable {
-    var ledgerValue: LedgerValue { get }
-}
-
-extension String: LedgerBindable { public var ledgerValue: LedgerValue { .text(self) } }
-extension Int: LedgerBindable { public var ledgerValue: LedgerValue { .integer(Int64(self)) } }
-extension Int64: LedgerBindable { public var ledgerValue: LedgerValue { .integer(self) } }
-extension Bool: LedgerBindable { public var ledgerValue: LedgerValue { .bool(self) } }
-extension Date: LedgerBindable { public var ledgerValue: LedgerValue { .time(self) } }
-extension Optional: LedgerBindable where Wrapped: LedgerBindable {
-    public var ledgerValue: LedgerValue { self?.ledgerValue ?? .null }
-}
-extension LedgerBindable where Self: RawRepresentable, RawValue == String {
-    public var ledgerValue: LedgerValue { .text(rawValue) }
-}
-extension FulfilmentState: LedgerBindable {}
-extension Fulfilment.ProofKind: LedgerBindable {}
-extension DownloadAttempt.Outcome: LedgerBindable {}
-extension PendingProof.Status: LedgerBindable {}
-extension ServerCall.Kind: LedgerBindable {}
-extension ServerCall.Status: LedgerBindable {}
-extension StoreEnvironment: LedgerBindable {}
-
-/// A row of one of the ledger's tables: its table, and its columns in the schema's order.
-public protocol LedgerRow: Sendable {
-    static var table: String { get }
-    var columns: [(name: String, value: any LedgerBindable)] { get }
-}
-
-extension Fulfilment: LedgerRow {
-    public static let table = "fulfilments"
-    public var columns: [(name: String, value: any LedgerBindable)] {
-        [
-            ("transaction_id", transactionID), ("original_transaction_id", originalTransactionID), ("product_id", productID),
-            ("bundle_id", bundleID), ("environment", environment), ("proof_kind", proofKind), ("proof", proof), ("proof_digest", proofDigest),
-            ("app_account_token", appAccountToken), ("expires_at", expiresAt), ("state", state), ("verified_at", verifiedAt),
-            ("attempts", attempts), ("bytes_delivered", bytesDelivered), ("last_error", lastError), ("created_at", createdAt),
-            ("updated_at", updatedAt), ("delivered_at", deliveredAt), ("acknowledged_at", acknowledgedAt), ("revoked_at", revokedAt),
-            ("revoked_by_operator_at", revokedByOperatorAt), ("revoked_by_refund_at", revokedByRefundAt), ("finished_at", finishedAt),
-            ("customer_consented", customerConsented),
-        ]
-    }
-}
-
-extension DownloadAttempt: LedgerRow {
-    public static let table = "download_attempts"
-    public var columns: [(name: String, value: any LedgerBindable)] {
-        [("id", id), ("transaction_id", transactionID), ("range_start", rangeStart), ("range_end", rangeEnd), ("bytes", bytes), ("outcome", outcome), ("at", at)]
-    }
-}
-
-extension PendingProof: LedgerRow {
-    public static let table = "pending_proofs"
-    public var columns: [(name: String, value: any LedgerBindable)] {
-        [
-            ("id", id), ("transaction_id", transactionID), ("proof_digest", proofDigest), ("proof_kind", proofKind), ("proof", proof),
-            ("requested_product_id", requestedProductID), ("app_account_token", appAccountToken), ("client", client), ("status", status),
-            ("last_error", lastError), ("created_at", createdAt), ("updated_at", updatedAt),
-        ]
-    }
-}
-
-extension NotificationRecord: LedgerRow {
-    public static let table = "notifications"
-    public var columns: [(name: String, value: any LedgerBindable)] {
-        [
-            ("notification_uuid", uuid), ("notification_type", type), ("subtype", subtype), ("transaction_id", transactionID),
-            ("original_transaction_id", originalTransactionID), ("outcome", outcome), ("received_at", receivedAt),
-            ("signed_payload", signedPayload), ("source", source),
-        ]
-    }
-}
-
-extension ServerCall: LedgerRow {
-    public static let table = "server_calls"
-    public var columns: [(name: String, value: any LedgerBindable)] {
-        [
-            ("id", id), ("kind", kind), ("transaction_id", transactionID), ("environment", environment), ("status", status),
-            ("attempts", attempts), ("due_at", dueAt), ("leased_until", leasedUntil), ("last_error", lastError), ("body", body),
-            ("requested_by", requestedBy), ("created_at", createdAt), ("updated_at", updatedAt), ("sent_at", sentAt),
-        ]
-    }
-}
-
-/// An engine that runs one shared statement in a database transaction of its own; the ledger's
-/// one-statement writes are then written once, here.
-public protocol LedgerStatementRunner: Sendable {
-    /// Runs `statement`; returns how many rows it returned (`RETURNING`).
-    @discardableResult
-    func execute(_ statement: LedgerStatement) async throws -> Int
-}
-
-extension PendingProofQueue where Self: LedgerStatementRunner {
-    public func rejectPendingProof(id: Int64, reason: String, now: Date) async throws {
-        try await execute(.settlePendingProof(id: id, rejected: true, error: reason, now: now))
-    }
-
-    public func notePendingProof(id: Int64, error: String, now: Date) async throws {
-        try await execute(.settlePendingProof(id: id, rejected: false, error: error, now: now))
-    }
-}
-
-extension NotificationLog where Self: LedgerStatementRunner {
-    public func recordNotification(_ notification: NotificationRecord, outcome: String, now: Date) async throws -> Bool {
-        var recorded = notification
-        recorded.outcome = outcome
-        recorded.receivedAt = now
-        return try await execute(.record(recorded)) == 1
-    }
-}

@@ -59,7 +59,7 @@ import Testing
     /// race needs a preempted thread, and this run did not catch it when it was put back.)
     @Test func anAnswerThatComesAtOnceIsNeverLost() async throws {
         let answered = Count()
-        let finished = await within(.seconds(120)) {
+        let finished: Void? = await within(.seconds(120)) {
             await withTaskGroup(of: Void.self) { group in
                 for task in 0..<8 {
                     group.addTask {

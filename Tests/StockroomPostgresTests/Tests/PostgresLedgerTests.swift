@@ -152,7 +152,7 @@ import Testing
                     }
                     try await Task.sleep(for: .milliseconds(Int.random(in: 0...30)))
                     try await ScratchPostgres.admin(cluster, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(address.database)'")
-                    let answered = await within(.seconds(60)) { await calls.value }
+                    let answered: Void? = await within(.seconds(60)) { await calls.value }
                     #expect(answered != nil, "round \(round): every call answered")
                     // The database is back at once: the pool serves again (no call held by a dead connection).
                     let recovered = await within(.seconds(60)) {

@@ -1,0 +1,129 @@
+import Foundation
+
+/// What an engine gives the ledger's shared code: one statement run in a database transaction of
+/// its own, and its dialect. Every view, lease and one-statement write below is then written
+/// once, here; an engine writes only what takes several statements in one transaction (`decide`,
+/// keeping a pending proof, queueing and settling a call owed to Apple).
+public protocol LedgerStatementRunner: Sendable {
+    var dialect: LedgerDialect { get }
+
+    /// Runs `statement` alone (a SELECT on a reader, anything else as a write) and reads each row
+    /// it returns as `Record`.
+    func fetch<Record: LedgerRecord>(_ statement: LedgerStatement, as type: Record.Type) async throws -> [Record]
+}
+
+extension LedgerStatementRunner {
+    /// Runs `statement`; returns how many rows it returned (`RETURNING`).
+    @discardableResult
+    public func execute(_ statement: LedgerStatement) async throws -> Int {
+        try await fetch(statement, as: ReturnedRow.self).count
+    }
+
+    func count(_ statement: LedgerStatement) async throws -> Int {
+        try await fetch(statement, as: Count.self).first?.count ?? 0
+    }
+}
+
+extension LedgerViews where Self: LedgerStatementRunner {
+    public func fulfilment(_ transactionID: String) async throws -> Fulfilment? {
+        try await fetch(.fulfilment(transactionID), as: Fulfilment.self).first
+    }
+
+    public func list(_ filter: FulfilmentFilter) async throws -> [Fulfilment] {
+        try await fetch(.fulfilments(filter), as: Fulfilment.self)
+    }
+
+    public func attempts(of transactionID: String) async throws -> [DownloadAttempt] {
+        try await fetch(.attempts(of: transactionID), as: DownloadAttempt.self)
+    }
+
+    public func stateCounts() async throws -> [FulfilmentState: Int] {
+        var counts: [FulfilmentState: Int] = [:]
+        for tally in try await fetch(.stateCounts, as: Tally.self) {
+            if let state = tally.name.flatMap(FulfilmentState.init(rawValue:)) { counts[state] = tally.count }
+        }
+        return counts
+    }
+}
+
+extension LedgerInsights where Self: LedgerStatementRunner {
+    public func deliveriesPerHour(since: Date) async throws -> [HourlyDeliveries] {
+        try await fetch(.hourlyDeliveries(since: since, dialect), as: HourlyDeliveries.self)
+    }
+
+    public func productTallies(limit: Int) async throws -> ProductTallies {
+        let statements = LedgerStatement.productTallies(limit: limit)
+        let top = try await fetch(statements.top, as: Tally.self).map {
+            ProductTally(productID: $0.name ?? "", fulfilments: $0.count, bytesDelivered: $0.bytes)
+        }
+        let totals = try await fetch(statements.totals, as: Tally.self).first
+        return ProductTallies(top: top, fulfilments: totals?.count ?? 0, bytesDelivered: totals?.bytes ?? 0)
+    }
+
+    public func fulfilmentPage(_ query: FulfilmentPageQuery) async throws -> FulfilmentPage {
+        let statements = LedgerStatement.fulfilmentPage(query)
+        return FulfilmentPage(rows: try await fetch(statements.page, as: Fulfilment.self), total: try await count(statements.count))
+    }
+
+    public func notifications(transactionID: String, originalTransactionID: String, limit: Int) async throws -> [NotificationRecord] {
+        let statement = LedgerStatement.notifications(transactionID: transactionID, originalTransactionID: originalTransactionID, limit: limit)
+        return try await fetch(statement, as: NotificationRecord.self)
+    }
+
+    public func pendingProofs(keptUnder transactionID: String, limit: Int) async throws -> [PendingProof] {
+        try await fetch(.pendingProofs(keptUnder: transactionID, limit: limit), as: PendingProof.self)
+    }
+}
+
+extension PendingProofQueue where Self: LedgerStatementRunner {
+    public func pendingProofs(status: PendingProof.Status?, limit: Int) async throws -> [PendingProof] {
+        try await fetch(.pendingProofs(status: status, limit: limit), as: PendingProof.self)
+    }
+
+    public func purgeRejectedPendingProofs(before: Date, limit: Int) async throws -> Int {
+        try await execute(.purgeRejectedPendingProofs(before: before, limit: limit, dialect))
+    }
+
+    public func leasePendingProofs(of transactionID: String?, limit: Int, until: Date, now: Date) async throws -> [PendingProof] {
+        try await fetch(.leasePendingProofs(of: transactionID, limit: limit, until: until, now: now, dialect), as: PendingProof.self)
+            .sorted { ($0.id ?? 0) < ($1.id ?? 0) }
+    }
+
+    public func rejectPendingProof(id: Int64, reason: String, now: Date) async throws {
+        try await execute(.settlePendingProof(id: id, rejected: true, error: reason, now: now))
+    }
+
+    public func notePendingProof(id: Int64, error: String, now: Date) async throws {
+        try await execute(.settlePendingProof(id: id, rejected: false, error: error, now: now))
+    }
+}
+
+extension ServerCallQueue where Self: LedgerStatementRunner {
+    public func leaseServerCalls(limit: Int, until: Date, now: Date) async throws -> [ServerCall] {
+        // The sender asks every few seconds: an idle queue is only read.
+        guard try await count(.dueServerCalls(now: now)) > 0 else { return [] }
+        return try await fetch(.leaseServerCalls(limit: limit, until: until, now: now, dialect), as: ServerCall.self)
+            .sorted { ($0.dueAt, $0.id ?? 0) < ($1.dueAt, $1.id ?? 0) }
+    }
+
+    public func serverCalls(_ filter: ServerCallFilter) async throws -> [ServerCall] {
+        try await fetch(.serverCalls(filter), as: ServerCall.self)
+    }
+}
+
+extension NotificationLog where Self: LedgerStatementRunner {
+    public func notificationSeen(_ uuid: String) async throws -> Bool {
+        try await count(.notificationRecorded(uuid)) > 0
+    }
+
+    public func recordNotification(_ notification: NotificationRecord, outcome: String, now: Date) async throws -> Bool {
+        var recorded = notification
+        recorded.outcome = outcome
+        recorded.receivedAt = now
+        return try await execute(.record(recorded)) == 1
+    }
+
+    public func storedNotification(_ uuid: String) async throws -> NotificationRecord? {
+        try await fetch(.notification(uuid), as: NotificationRecord.self).first
+    }
+}
