@@ -59,7 +59,10 @@ extension LedgerStatement {
             case .time(let date): binds.append(Timestamp(date))
             }
         }
-        return PostgresQuery(unsafeSQL: sql.replacing(/\?(\d+)/) { "$" + $0.output.1 }, binds: binds)
+        // Every `?` in a statement is a parameter's (`LedgerStatement`): a byte swap. A regex replace
+        // here, once every read went through it, cost about a fifth of a download's CPU.
+        let numbered = String(decoding: sql.utf8.map { $0 == UInt8(ascii: "?") ? UInt8(ascii: "$") : $0 }, as: UTF8.self)
+        return PostgresQuery(unsafeSQL: numbered, binds: binds)
     }
 }
 

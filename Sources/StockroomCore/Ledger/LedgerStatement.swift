@@ -5,6 +5,7 @@ import Synchronization
 /// parameters (`?1`, `?2`, …, which SQLite reads as they are and PostgreSQL as `$1`, `$2`, …),
 /// `ON CONFLICT`, row values and `RETURNING`, and the few clauses they spell differently taken
 /// from `LedgerDialect`. A statement whose caller counts the rows it changed says `RETURNING 1`.
+/// A `?` is only ever a parameter's: no statement's text holds one in a literal.
 public struct LedgerStatement: Sendable, Equatable {
     public let sql: String
     public let arguments: [LedgerValue]
