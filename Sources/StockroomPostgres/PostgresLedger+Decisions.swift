@@ -26,7 +26,7 @@ extension PostgresLedger {
             guard let row = try await fetch(.fulfilment(transactionID), as: Fulfilment.self, on: connection).first else { return [] }
             return try await purchase(transactionID: row.transactionID, originalTransactionID: row.originalTransactionID, on: connection)
         case .transaction(let transactionID):
-            return try await fetch(LedgerStatement.fulfilment(transactionID).locking(.postgres), as: Fulfilment.self, on: connection)
+            return try await fetch(.fulfilment(transactionID), as: Fulfilment.self, on: connection, locking: true)
         }
     }
 
@@ -35,6 +35,6 @@ extension PostgresLedger {
     private func purchase(transactionID: String, originalTransactionID: String, on connection: PostgresConnection) async throws -> [Fulfilment] {
         try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("purchase:" + originalTransactionID), 0))", logger: logger).drain()
         let rows = LedgerStatement.purchase(transactionID: transactionID, originalTransactionID: originalTransactionID)
-        return try await fetch(rows.locking(.postgres), as: Fulfilment.self, on: connection)
+        return try await fetch(rows, as: Fulfilment.self, on: connection, locking: true)
     }
 }

@@ -19,7 +19,7 @@ extension PostgresLedger {
 
     public func completeServerCall(_ id: Int64, _ result: ServerCallResult, now: Date) async throws {
         try await database.transaction { connection in
-            let call = try await fetch(LedgerStatement.serverCall(id).locking(.postgres), as: ServerCall.self, on: connection).first
+            let call = try await fetch(.serverCall(id), as: ServerCall.self, on: connection, locking: true).first
             guard let call, call.status == .queued else { return }
             for statement in call.settlement(result, now: now) { try await execute(statement, on: connection) }
         }

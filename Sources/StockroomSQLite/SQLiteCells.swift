@@ -9,7 +9,7 @@ struct SQLiteCells: LedgerCells {
     let row: Row
 
     func value(_ column: String, as kind: LedgerValue.Kind) throws -> LedgerValue {
-        guard row.hasColumn(column) else { throw LedgerRowError(column: column) }
+        guard row.hasColumn(column) else { throw LedgerRowError(column: column, missing: true) }
         return switch kind {
         case .text: try row.decode(String?.self, forColumn: column).map(LedgerValue.text) ?? .null
         case .integer: try row.decode(Int64?.self, forColumn: column).map(LedgerValue.integer) ?? .null

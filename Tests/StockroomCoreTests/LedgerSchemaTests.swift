@@ -93,40 +93,4 @@ import Testing
             #expect(try await test.ledger.list(FulfilmentFilter()).sorted { $0.transactionID < $1.transactionID } == [full, bare])
         }
     }
-
-    /// The views' filters, order and bounds read alike on both engines (one SQL text each): a
-    /// negative limit lists nothing (SQLite read it as no limit at all while each engine wrote
-    /// its own reads), an empty set of states matches no row, and a page counts every match.
-    @Test(arguments: LedgerEngine.allCases) func theViewsFilterOrderAndBoundAlikeOnBothEngines(_ engine: LedgerEngine) async throws {
-        try await TestLedger.with(engine) { (test: TestLedger) async throws in
-            let runner = try #require(test.ledger as? any LedgerStatementRunner)
-            let at = { (seconds: Double) in Date(timeIntervalSince1970: 1_800_000_000 + seconds) }
-            for (index, state) in [FulfilmentState.verified, .delivered, .acknowledged, .delivered].enumerated() {
-                try await runner.execute(
-                    .insert(
-                        Fulfilment(
-                            transactionID: "\(index)", originalTransactionID: "\(index)", productID: index == 3 ? "com.example.other" : "com.example.book",
-                            bundleID: "com.example.app", environment: .sandbox, proofKind: .receipt, proof: "p\(index)", proofDigest: nil,
-                            appAccountToken: nil, expiresAt: nil, state: state, verifiedAt: at(0), attempts: index, bytesDelivered: Int64(index) * 10,
-                            lastError: nil, createdAt: at(Double(index)), updatedAt: at(Double(10 - index)), deliveredAt: nil, acknowledgedAt: nil,
-                            revokedAt: nil, revokedByOperatorAt: nil, revokedByRefundAt: nil)))
-            }
-            let ids = { (rows: [Fulfilment]) in rows.map(\.transactionID) }
-            #expect(ids(try await test.ledger.list(FulfilmentFilter())) == ["0", "1", "2", "3"], "last changed first")
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(states: [.delivered, .acknowledged]))) == ["1", "2", "3"])
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(states: []))) == [])
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(productID: "com.example.other"))) == ["3"])
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(since: at(8)))) == ["0", "1", "2"])
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(limit: 2))) == ["0", "1"])
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(limit: -1))) == [])
-            #expect(try await test.ledger.stateCounts() == [.verified: 1, .delivered: 2, .acknowledged: 1])
-            let insights = try #require(test.ledger as? any LedgerInsights)
-            let page = try await insights.fulfilmentPage(FulfilmentPageQuery(state: .delivered, page: 2, pageSize: 1))
-            #expect(ids(page.rows) == ["1"], "newest created first: 3, then 1")
-            #expect(page.total == 2)
-            let tallies = try await insights.productTallies(limit: 1)
-            #expect(tallies == ProductTallies(top: [ProductTally(productID: "com.example.book", fulfilments: 3, bytesDelivered: 30)], fulfilments: 4, bytesDelivered: 60))
-            #expect(try await test.ledger.pendingProofs(status: nil, limit: -1) == [])
-        }
-    }
 }

@@ -27,7 +27,8 @@ extension LedgerStatement {
         return filters.statement("SELECT * FROM fulfilments", then: "ORDER BY updated_at DESC LIMIT ?", [max(0, filter.limit)])
     }
 
-    /// A console page of fulfilments, newest first, and how many match in all (`count`).
+    /// A console page of fulfilments, newest first, each row with how many match in all (`total`,
+    /// counted in the same read), and that count alone (`count`) for a page past the last.
     public static func fulfilmentPage(_ query: FulfilmentPageQuery) -> (page: LedgerStatement, count: LedgerStatement) {
         var filters = Filters()
         if let state = query.state { filters.add("state = ?", [state]) }
@@ -36,20 +37,28 @@ extension LedgerStatement {
         if let to = query.to { filters.add("created_at < ?", [to]) }
         return (
             filters.statement(
-                "SELECT * FROM fulfilments", then: "ORDER BY created_at DESC, transaction_id DESC LIMIT ? OFFSET ?", [query.pageSize, query.offset]),
+                "SELECT *, COUNT(*) OVER () AS total FROM fulfilments", then: "ORDER BY created_at DESC, transaction_id DESC LIMIT ? OFFSET ?",
+                [query.pageSize, query.offset]),
             filters.statement("SELECT COUNT(*) AS count FROM fulfilments")
         )
     }
 
     /// How many fulfilments are in each state (`name`, `count`).
-    public static let stateCounts = LedgerStatement("SELECT state AS name, COUNT(*) AS count, 0 AS bytes FROM fulfilments GROUP BY state", [])
+    public static let stateCounts = LedgerStatement("SELECT state AS name, COUNT(*) AS count FROM fulfilments GROUP BY state", [])
 
-    /// The `limit` products with most fulfilments (`name`, `count`, `bytes`), then the totals (`name` NULL).
+    /// The `limit` products with most fulfilments (`name`, `count`, `bytes`), each row with the
+    /// ledger's totals counted in the same read (`total_count`, `total_bytes`); `totals` alone
+    /// (`name` NULL) when no product is listed.
     public static func productTallies(limit: Int) -> (top: LedgerStatement, totals: LedgerStatement) {
-        let tally = "COUNT(*) AS count, CAST(COALESCE(SUM(bytes_delivered), 0) AS BIGINT) AS bytes FROM fulfilments"
+        let bytes = "CAST(COALESCE(SUM(bytes_delivered), 0) AS BIGINT)"
         return (
-            LedgerStatement("SELECT product_id AS name, \(tally) GROUP BY product_id ORDER BY COUNT(*) DESC, product_id LIMIT ?1", [max(0, limit)]),
-            LedgerStatement("SELECT NULL AS name, \(tally)", [])
+            LedgerStatement(
+                """
+                SELECT product_id AS name, COUNT(*) AS count, \(bytes) AS bytes, CAST(SUM(COUNT(*)) OVER () AS BIGINT) AS total_count,
+                  CAST(SUM(SUM(bytes_delivered)) OVER () AS BIGINT) AS total_bytes
+                FROM fulfilments GROUP BY product_id ORDER BY COUNT(*) DESC, product_id LIMIT ?1
+                """, [max(0, limit)]),
+            LedgerStatement("SELECT NULL AS name, 0 AS count, 0 AS bytes, COUNT(*) AS total_count, \(bytes) AS total_bytes FROM fulfilments", [])
         )
     }
 

@@ -111,14 +111,36 @@ extension ServerCall: LedgerRow {
 
 // The aggregates the views read.
 
-/// A group of rows and their bytes (`name`, `count`, `bytes`): fulfilments per state or per product, or in all.
-struct Tally: LedgerRecord {
-    var name: String?
+/// A group of rows (`name`, `count`): fulfilments per state.
+struct NamedCount: LedgerRecord {
+    var name: String
     var count: Int
-    var bytes: Int64
 
     init(row: some LedgerCells) throws {
-        (name, count, bytes) = (try row["name"], try row["count"], try row["bytes"])
+        (name, count) = (try row["name"], try row["count"])
+    }
+}
+
+/// One product's fulfilments and bytes, with the ledger's (`ProductTallies`).
+struct ProductTallyRow: LedgerRecord {
+    var tally: ProductTally?
+    var totalCount: Int
+    var totalBytes: Int64
+
+    init(row: some LedgerCells) throws {
+        let name: String? = try row["name"]
+        tally = try name.map { ProductTally(productID: $0, fulfilments: try row["count"], bytesDelivered: try row["bytes"]) }
+        (totalCount, totalBytes) = (try row["total_count"], try row["total_bytes"])
+    }
+}
+
+/// A row and how many rows its read matched in all (`total`): a page and its count, read together.
+struct Paged<Record: LedgerRecord>: LedgerRecord {
+    var record: Record
+    var total: Int
+
+    init(row: some LedgerCells) throws {
+        (record, total) = (try Record(row: row), try row["total"])
     }
 }
 

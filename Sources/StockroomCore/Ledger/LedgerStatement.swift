@@ -5,7 +5,7 @@ import Synchronization
 /// parameters (`?1`, `?2`, …, which SQLite reads as they are and PostgreSQL as `$1`, `$2`, …),
 /// `ON CONFLICT`, row values and `RETURNING`, and the few clauses they spell differently taken
 /// from `LedgerDialect`. A statement whose caller counts the rows it changed says `RETURNING 1`.
-/// A `?` is only ever a parameter's: no statement's text holds one in a literal.
+/// A literal holds no `?` followed by a digit (PostgreSQL would read it as a parameter).
 public struct LedgerStatement: Sendable, Equatable {
     public let sql: String
     public let arguments: [LedgerValue]
@@ -21,11 +21,6 @@ public struct LedgerStatement: Sendable, Equatable {
 
     /// Whether it only reads (a SELECT): an engine runs it on a reader, not as a write.
     public var isRead: Bool { sql.hasPrefix("SELECT") }
-
-    /// The same SELECT, its rows locked until the transaction ends.
-    public func locking(_ dialect: LedgerDialect) -> LedgerStatement {
-        dialect.forUpdate.isEmpty ? self : LedgerStatement(sql: sql + dialect.forUpdate, values: arguments)
-    }
 
     /// Inserts a whole row, its ID too when it has one; `conflict` is what follows `ON CONFLICT`.
     public static func insert<Row: LedgerRow>(_ row: Row, onConflict conflict: String? = nil) -> LedgerStatement {

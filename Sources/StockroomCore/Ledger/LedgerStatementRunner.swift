@@ -39,8 +39,8 @@ extension LedgerViews where Self: LedgerStatementRunner {
 
     public func stateCounts() async throws -> [FulfilmentState: Int] {
         var counts: [FulfilmentState: Int] = [:]
-        for tally in try await fetch(.stateCounts, as: Tally.self) {
-            if let state = tally.name.flatMap(FulfilmentState.init(rawValue:)) { counts[state] = tally.count }
+        for group in try await fetch(.stateCounts, as: NamedCount.self) {
+            if let state = FulfilmentState(rawValue: group.name) { counts[state] = group.count }
         }
         return counts
     }
@@ -53,16 +53,19 @@ extension LedgerInsights where Self: LedgerStatementRunner {
 
     public func productTallies(limit: Int) async throws -> ProductTallies {
         let statements = LedgerStatement.productTallies(limit: limit)
-        let top = try await fetch(statements.top, as: Tally.self).map {
-            ProductTally(productID: $0.name ?? "", fulfilments: $0.count, bytesDelivered: $0.bytes)
-        }
-        let totals = try await fetch(statements.totals, as: Tally.self).first
-        return ProductTallies(top: top, fulfilments: totals?.count ?? 0, bytesDelivered: totals?.bytes ?? 0)
+        var rows = try await fetch(statements.top, as: ProductTallyRow.self)
+        // No product listed: an empty ledger (totals 0), or a limit of 0, which lists none.
+        if rows.isEmpty, limit > 0 { return ProductTallies(top: [], fulfilments: 0, bytesDelivered: 0) }
+        if rows.isEmpty { rows = try await fetch(statements.totals, as: ProductTallyRow.self) }
+        return ProductTallies(top: rows.compactMap(\.tally), fulfilments: rows.first?.totalCount ?? 0, bytesDelivered: rows.first?.totalBytes ?? 0)
     }
 
     public func fulfilmentPage(_ query: FulfilmentPageQuery) async throws -> FulfilmentPage {
         let statements = LedgerStatement.fulfilmentPage(query)
-        return FulfilmentPage(rows: try await fetch(statements.page, as: Fulfilment.self), total: try await count(statements.count))
+        let page = try await fetch(statements.page, as: Paged<Fulfilment>.self)
+        // An empty first page: nothing matches. Past the last page, the total is counted alone.
+        guard let first = page.first else { return FulfilmentPage(rows: [], total: query.offset == 0 ? 0 : try await count(statements.count)) }
+        return FulfilmentPage(rows: page.map(\.record), total: first.total)
     }
 
     public func notifications(transactionID: String, originalTransactionID: String, limit: Int) async throws -> [NotificationRecord] {

@@ -42,13 +42,18 @@ extension LedgerCells {
     }
 }
 
-/// A column whose value its record cannot hold.
+/// A column a record needs that the row lacks, or whose value the record cannot hold.
 public struct LedgerRowError: Error, Equatable, CustomStringConvertible {
     public var column: String
-    public var description: String { "the ledger's column \(column) holds a value this build cannot read" }
+    public var missing: Bool
 
-    public init(column: String) {
+    public var description: String {
+        missing ? "the ledger's row has no column \(column)" : "the ledger's column \(column) holds a value this build cannot read"
+    }
+
+    public init(column: String, missing: Bool = false) {
         self.column = column
+        self.missing = missing
     }
 }
 
