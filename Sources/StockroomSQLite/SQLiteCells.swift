@@ -7,14 +7,17 @@ import StockroomCore
 /// wrong kind, or a missing column, throws.
 struct SQLiteCells: LedgerCells {
     let row: Row
+    /// The statement's columns by name, built once per statement run: one hash lookup per column,
+    /// where GRDB's own lookup by name lowercases the name each time.
+    let columns: [String: Int]
 
     func value(_ column: String, as kind: LedgerValue.Kind) throws -> LedgerValue {
-        guard row.hasColumn(column) else { throw LedgerRowError(column: column, missing: true) }
+        guard let index = columns[column] else { throw LedgerRowError(column: column, missing: true) }
         return switch kind {
-        case .text: try row.decode(String?.self, forColumn: column).map(LedgerValue.text) ?? .null
-        case .integer: try row.decode(Int64?.self, forColumn: column).map(LedgerValue.integer) ?? .null
-        case .bool: try row.decode(Bool?.self, forColumn: column).map(LedgerValue.bool) ?? .null
-        case .time: try row.decode(Date?.self, forColumn: column).map(LedgerValue.time) ?? .null
+        case .text: try row.decode(String?.self, atIndex: index).map(LedgerValue.text) ?? .null
+        case .integer: try row.decode(Int64?.self, atIndex: index).map(LedgerValue.integer) ?? .null
+        case .bool: try row.decode(Bool?.self, atIndex: index).map(LedgerValue.bool) ?? .null
+        case .time: try row.decode(Date?.self, atIndex: index).map(LedgerValue.time) ?? .null
         }
     }
 }

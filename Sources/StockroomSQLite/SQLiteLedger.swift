@@ -75,7 +75,8 @@ public struct SQLiteLedger: Ledger, LedgerInsights, LedgerStatementRunner {
             try prepared.execute()
             return []
         }
-        return try Array(Row.fetchCursor(prepared).map { try Record(row: SQLiteCells(row: $0)) })
+        let columns = Dictionary(prepared.columnNames.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        return try Array(Row.fetchCursor(prepared).map { try Record(row: SQLiteCells(row: $0, columns: columns)) })
     }
 
     /// Runs one of the ledger's shared statements in `db`; returns how many rows it returned (`RETURNING`).

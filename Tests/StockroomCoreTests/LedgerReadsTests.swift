@@ -132,4 +132,25 @@ import Testing
             }
         }
     }
+
+    /// A record read from a row that lacks one of its columns is refused on both engines, naming
+    /// the column, whether the field may be nil or not; so is a value the field cannot hold.
+    @Test(arguments: LedgerEngine.allCases) func aMissingColumnOrAnUnreadableValueIsRefusedByName(_ engine: LedgerEngine) async throws {
+        try await TestLedger.with(engine) { (test: TestLedger) async throws in
+            let runner = try #require(test.ledger as? any LedgerStatementRunner)
+            try await runner.execute(.insert(Self.row("1", createdAt: Date(timeIntervalSince1970: 1_800_000_000))))
+            let lacking = LedgerStatement("SELECT transaction_id, original_transaction_id, product_id, bundle_id FROM fulfilments", [])
+            await #expect(throws: LedgerRowError(column: "environment", missing: true)) { try await runner.fetch(lacking, as: Fulfilment.self) }
+            let unknown = LedgerStatement("SELECT 'refunded' AS state, 1 AS count", [])
+            await #expect(throws: LedgerRowError(column: "state")) {
+                _ = try await runner.fetch(unknown, as: Probe.self)
+            }
+        }
+    }
+
+    /// A state read as this build's `FulfilmentState`.
+    struct Probe: LedgerRecord {
+        var state: FulfilmentState
+        init(row: some LedgerCells) throws { state = try row["state"] }
+    }
 }
