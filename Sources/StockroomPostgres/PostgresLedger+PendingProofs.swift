@@ -11,8 +11,8 @@ extension PostgresLedger {
             let cutoff = bounds.purgeCutoff(now: now)
             try await execute(.purgeRejectedPendingProofs(before: cutoff, limit: PendingProofBounds.purgeBatch, .postgres), on: connection)
             if try await execute(.refresh(draft, now: now), on: connection) > 0 { return .refreshed }
-            let kept = try await fetch(.pendingProofCounts(draft), as: PendingProofCounts.self, on: connection).first
-            let verdict = bounds.admit(draft, kept: kept ?? PendingProofCounts(transaction: 0, client: 0, total: 0))
+            let kept = try await fetch(.pendingProofCounts(draft), as: PendingProofCounts.self, on: connection)
+            let verdict = try bounds.admit(draft, counted: kept)
             guard verdict == .kept else { return verdict }
             try await execute(.insert(PendingProof(draft, now: now)), on: connection)
             return .kept

@@ -55,8 +55,7 @@ public struct SQLiteLedger: Ledger, LedgerInsights, LedgerStatementRunner {
             let cutoff = bounds.purgeCutoff(now: now)
             try Self.execute(.purgeRejectedPendingProofs(before: cutoff, limit: PendingProofBounds.purgeBatch, .sqlite), db)
             if try Self.execute(.refresh(draft, now: now), db) > 0 { return .refreshed }
-            let kept = try Self.fetch(.pendingProofCounts(draft), as: PendingProofCounts.self, db).first
-            let verdict = bounds.admit(draft, kept: kept ?? PendingProofCounts(transaction: 0, client: 0, total: 0))
+            let verdict = try bounds.admit(draft, counted: try Self.fetch(.pendingProofCounts(draft), as: PendingProofCounts.self, db))
             guard verdict == .kept else { return verdict }
             try Self.execute(.insert(PendingProof(draft, now: now)), db)
             return .kept

@@ -148,6 +148,19 @@ import Testing
         }
     }
 
+    /// The counts a pending proof is admitted on come back as exactly one row; none (or two) is
+    /// refused, never read as nothing kept, which would let every proof past the bounds.
+    @Test func aPendingProofIsAdmittedOnlyOnOneRowOfCounts() throws {
+        let draft = PendingProofDraft(
+            transactionID: "1", digest: "d", kind: .receipt, proof: "p", requestedProductID: "com.example.book", appAccountToken: nil, error: "x")
+        let bounds = PendingProofBounds()
+        let full = PendingProofCounts(transaction: PendingProof.perTransaction, client: 0, total: 0)
+        #expect(try bounds.admit(draft, counted: [full]) == .transactionFull)
+        #expect(try bounds.admit(draft, counted: [PendingProofCounts(transaction: 0, client: 0, total: 0)]) == .kept)
+        #expect(throws: LedgerRowError(column: "total", missing: true)) { try bounds.admit(draft, counted: []) }
+        #expect(throws: LedgerRowError(column: "total", missing: true)) { try bounds.admit(draft, counted: [full, full]) }
+    }
+
     /// A state read as this build's `FulfilmentState`.
     struct Probe: LedgerRecord {
         var state: FulfilmentState

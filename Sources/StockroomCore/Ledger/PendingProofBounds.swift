@@ -41,6 +41,15 @@ public struct PendingProofBounds: Sendable, Equatable {
     }
 }
 
+extension PendingProofBounds {
+    /// `admit(_:kept:)` on what the engine read of `LedgerStatement.pendingProofCounts`: exactly
+    /// one row, or it throws. No row must never read as nothing kept, which would let every proof in.
+    public func admit(_ draft: PendingProofDraft, counted rows: [PendingProofCounts]) throws -> PendingProofKeeping {
+        guard rows.count == 1, let kept = rows.first else { throw LedgerRowError(column: "total", missing: true) }
+        return admit(draft, kept: kept)
+    }
+}
+
 /// The proofs already kept that a new one is counted with.
 public struct PendingProofCounts: Sendable, Equatable {
     /// Under the same transaction ID.
