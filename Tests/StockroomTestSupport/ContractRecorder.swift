@@ -30,7 +30,7 @@ final class ContractLog: Sendable {
     private let handle: Mutex<FileHandle>
 
     init?(path: String) {
-        if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
         guard let handle = FileHandle(forWritingAtPath: path) else { return nil }
         handle.seekToEndOfFile()
         self.handle = Mutex(handle)
