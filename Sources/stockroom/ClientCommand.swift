@@ -15,8 +15,7 @@ struct ClientCommand: AsyncParsableCommand {
             commandName: "catalog",
             abstract: "Print the catalogue's product IDs; with --cache, keep a copy and revalidate it (304), or use it offline.")
 
-        @Option(help: "Stockroom's base URL (STOCKROOM_SERVER).")
-        var server: String?
+        @OptionGroup var connection: ClientConnection
 
         @Option(help: "A folder for the catalogue's copy and ETag.")
         var cache: String?
@@ -27,7 +26,7 @@ struct ClientCommand: AsyncParsableCommand {
         func run() async throws {
             let folder = cache.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory.appendingPathComponent("stockroom-catalog-\(UUID().uuidString)")
             defer { if cache == nil { try? FileManager.default.removeItem(at: folder) } }
-            let client = CatalogClient(server: try ClientOptions.server(server), cacheFolder: folder)
+            let client = CatalogClient(server: try connection.url(), cacheFolder: folder, timeout: connection.timeout, trust: try connection.trust())
             do {
                 let (catalog, source) = try await client.catalog()
                 switch source {
@@ -40,7 +39,7 @@ struct ClientCommand: AsyncParsableCommand {
                     encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
                     print(String(decoding: try encoder.encode(catalog), as: UTF8.self))
                 } else {
-                    for product in catalog.products { print(product.productID) }
+                    for product in catalog.products { print(ClientOptions.printable(product.productID)) }
                 }
             } catch {
                 ClientOptions.note("no catalogue: \(error)")
@@ -61,8 +60,7 @@ struct ClientCommand: AsyncParsableCommand {
                 revocation, or the app's decision). Run it again with the same --journal to resume.
                 """)
 
-        @Option(help: "Stockroom's base URL (STOCKROOM_SERVER).")
-        var server: String?
+        @OptionGroup var connection: ClientConnection
 
         @Option(help: "The product ID bought.")
         var product: String
@@ -101,7 +99,7 @@ struct ClientCommand: AsyncParsableCommand {
 
         func run() async throws {
             let purchase = try makePurchase()
-            let delivery = try Delivery(configuration: ClientOptions.delivery(server: try ClientOptions.server(server), into: into, journal: journal))
+            let delivery = try Delivery(configuration: connection.delivery(into: into, journal: journal))
             let progress = ClientOptions.showProgress(delivery, purchase.transactionID)
             let outcome = await delivery.deliver(purchase)
             progress.cancel()
@@ -137,8 +135,7 @@ struct ClientCommand: AsyncParsableCommand {
             abstract: "Restore every purchase of the customer who made a signed transaction; files already intact are not downloaded.",
             discussion: "One line per product (or --json); exit 0 only when every one is in place, checked and acknowledged.")
 
-        @Option(help: "Stockroom's base URL (STOCKROOM_SERVER).")
-        var server: String?
+        @OptionGroup var connection: ClientConnection
 
         @Option(help: "A file holding any StoreKit 2 signed transaction of the customer.")
         var signedTransaction: String
@@ -153,7 +150,7 @@ struct ClientCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let delivery = try Delivery(configuration: ClientOptions.delivery(server: try ClientOptions.server(server), into: into, journal: journal))
+            let delivery = try Delivery(configuration: connection.delivery(into: into, journal: journal))
             switch await delivery.restore(signedTransaction: try ClientOptions.text(signedTransaction)) {
             case .failure(.transport(let message)):
                 ClientOptions.note("the server could not be reached: \(message)")

@@ -3,19 +3,70 @@ import Foundation
 import StockroomCore
 import StockroomKit
 
-/// What the `client` subcommands share: reading proofs, the delivery's setup, printing outcomes.
-enum ClientOptions {
-    static func server(_ flag: String?) throws -> URL {
-        guard let text = flag ?? ProcessInfo.processInfo.environment["STOCKROOM_SERVER"], let url = URL(string: text), url.scheme != nil else {
-            throw ValidationError("--server must be a URL such as http://127.0.0.1:8080 (or set STOCKROOM_SERVER).")
+/// How the `client` subcommands reach the server: its URL, whom TLS trusts, how long to wait.
+struct ClientConnection: ParsableArguments {
+    @Option(help: "Stockroom's base URL (STOCKROOM_SERVER).")
+    var server: String?
+
+    @Option(help: "A PEM file of certificate authorities to trust instead of the system's (else SSL_CERT_FILE, when set).")
+    var cacert: String?
+
+    @Option(help: ArgumentHelp("A pinned public key, curl's spelling: sha256//BASE64 (several joined by ';', or repeated).", valueName: "sha256//…"))
+    var pin: [String] = []
+
+    @Option(help: "Seconds to wait for an answer's head or the next byte; a body slower than 1 KiB/s over that window ends too.")
+    var timeout: Double = 60
+
+    func validate() throws {
+        _ = try url()
+        _ = try trust()
+        guard timeout.isFinite, (0.1...3600).contains(timeout) else { throw ValidationError("--timeout must be from 0.1 to 3600 seconds.") }
+    }
+
+    func url() throws -> URL {
+        guard let text = server ?? ProcessInfo.processInfo.environment["STOCKROOM_SERVER"], let url = URL(string: text),
+            let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host?.isEmpty == false
+        else {
+            throw ValidationError("--server must be an http or https URL such as http://127.0.0.1:8080 (or set STOCKROOM_SERVER).")
         }
         return url
     }
 
-    static func delivery(server: URL, into: String, journal: String) -> Delivery.Configuration {
-        Delivery.Configuration(server: server, journalFolder: URL(fileURLWithPath: journal), folder: URL(fileURLWithPath: into))
+    /// `--cacert`, else `SSL_CERT_FILE` as curl and OpenSSL read it; the pins.
+    func trust() throws -> TLSTrust {
+        var trust = TLSTrust.system
+        if let file = cacert ?? ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard FileManager.default.isReadableFile(atPath: file) else { throw ValidationError("Cannot read the CA file \(file).") }
+            trust.certificateAuthorities = URL(fileURLWithPath: file)
+        }
+        for text in pin {
+            guard let pins = TLSTrust.pins(text) else { throw ValidationError("--pin must be sha256// and the base64 SHA-256 of a public key (SPKI).") }
+            trust.pinnedPublicKeys += pins
+        }
+        return trust
     }
 
+    /// A delivery into `into` with its journal in `journal`, reporting entries set aside.
+    func delivery(into: String, journal: String) throws -> Delivery.Configuration {
+        var configuration = Delivery.Configuration(server: try url(), journalFolder: URL(fileURLWithPath: journal), folder: URL(fileURLWithPath: into))
+        configuration.trust = try trust()
+        configuration.requestTimeout = timeout
+        configuration.observer = { event in
+            switch event {
+            case .journalEntrySetAside(let transactionID, let reason):
+                ClientOptions.note("journal entry of \(transactionID) set aside (\(reason)): starting over from the proof")
+            case .answerRefused(let transactionID, let reason):
+                ClientOptions.note("\(transactionID): answer refused: \(reason)")
+            default:
+                break
+            }
+        }
+        return configuration
+    }
+}
+
+/// What the `client` subcommands share: reading proofs, printing outcomes.
+enum ClientOptions {
     /// A file's text, trimmed.
     static func text(_ path: String) throws -> String {
         guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("Cannot read \(path).") }
@@ -76,8 +127,24 @@ enum ClientOptions {
         }
     }
 
+    /// A line on standard error, its control characters escaped.
     static func note(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        FileHandle.standardError.write(Data((printable(line) + "\n").utf8))
+    }
+
+    /// `text` with every control character (C0, DEL, C1) and the bidirectional overrides shown as
+    /// `\u{…}`: text from the network never moves the cursor, recolours or rewrites a terminal.
+    static func printable(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0..<0x20, 0x7F..<0xA0, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
+                result += "\\u{" + String(scalar.value, radix: 16) + "}"
+            default:
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 
     /// 0 delivered; 2 retry later; 3 refresh the receipt; 1 finish with no content, or the app's decision.
@@ -115,7 +182,7 @@ enum ClientOptions {
         if json {
             Swift.print(OperatorJSON.string(fields))
         } else {
-            Swift.print(line)
+            Swift.print(printable(line))
         }
     }
 }

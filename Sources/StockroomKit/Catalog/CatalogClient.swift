@@ -26,12 +26,13 @@ public actor CatalogClient {
     public let cacheFolder: URL
     private let transport: HTTPTransport
 
-    public init(server: URL, cacheFolder: URL, timeout: TimeInterval = 30) {
+    /// - Parameters:
+    ///   - timeout: the longest wait for a byte, as `Delivery.Configuration.requestTimeout`.
+    ///   - trust: which TLS servers are trusted, as `Delivery.Configuration.trust`.
+    public init(server: URL, cacheFolder: URL, timeout: TimeInterval = 30, trust: TLSTrust = .system) {
         self.server = server
         self.cacheFolder = cacheFolder
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        transport = HTTPTransport(configuration: configuration)
+        transport = HTTPTransport(settings: TransportSettings(timeout: timeout, trust: trust))
     }
 
     deinit { transport.invalidate() }
@@ -39,7 +40,8 @@ public actor CatalogClient {
     /// The catalogue: revalidated, fetched, or from the copy when offline.
     public func catalog() async throws(Failure) -> (catalog: Catalog, source: Source) {
         let copy = readCopy()
-        var request = URLRequest(url: URL(string: "/v1/catalog", relativeTo: server)?.absoluteURL ?? server)
+        guard let url = ServerOrigin(server)?.url("/v1/catalog") else { throw .unavailable("the server's URL is not an http or https URL") }
+        var request = URLRequest(url: url)
         if let etag = copy?.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
         let result = await transport.collect(request, limit: 16 << 20)
         switch result.response?.statusCode {

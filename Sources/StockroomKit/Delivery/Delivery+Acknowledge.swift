@@ -24,7 +24,7 @@ extension Delivery {
                 }
             }
             let path = "/v1/downloads/\(entry.transactionID)/ack"
-            var request = URLRequest(url: url(path))
+            var request = URLRequest(url: endpoint(path))
             request.httpMethod = "POST"
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
             let result = await transport.collect(request, limit: 64 << 10)
@@ -38,7 +38,8 @@ extension Delivery {
                 continue
             }
             let code = ServerAnswer.error(in: result.body)?.code
-            if status == 200 {
+            // Any 2xx from the server's own origin (no redirect is followed): the only way to safe-to-finish.
+            if (200...299).contains(status) {
                 entry.stage = .acknowledged
                 entry.failures = 0
                 entry.notBefore = nil
@@ -69,17 +70,24 @@ extension Delivery {
         case .restore(let signedTransaction):
             return await regrantByRestore(&entry, signedTransaction: signedTransaction)
         case .download(let proof):
-            var request = URLRequest(url: url("/v1/downloads"))
+            var request = URLRequest(url: endpoint("/v1/downloads"))
             request.httpMethod = "POST"
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.httpBody = DownloadBody(entry: entry, proof: proof).json
             let result = await transport.send(request) { response in response.statusCode == 200 ? .stop : .memory(limit: 64 << 10) }
             emitResponse(entry.transactionID, "POST", "/v1/downloads", rangeStart: nil, result)
             guard let response = result.response else { return .interrupted(progressed: false) }
-            guard response.statusCode == 200, let token = response.value(forHTTPHeaderField: "X-Download-Token") else {
-                return .settled(answer(result, entry))
+            guard response.statusCode == 200 else { return .settled(answer(result, entry)) }
+            let rules = BodyRules(journal: journal, progress: progressBroadcast, origin: origin, catalogueSize: nil)
+            let granted: (token: String?, location: String?)
+            do {
+                granted = try rules.grant(response)
+            } catch {
+                return .settled(refused(error, entry))
             }
+            guard let token = granted.token else { return .settled(refused(.malformedHeader("X-Download-Token"), entry)) }
             entry.token = token
+            entry.location = granted.location ?? entry.location
             do { try save(entry) } catch { return .settled(storageFailure(error)) }
             return .again
         }
@@ -87,8 +95,10 @@ extension Delivery {
 
     /// Fetches the file's last byte again, so the server sees a transfer that reached the end.
     private func fetchLastByte(_ entry: JournalEntry) async {
-        guard let token = entry.token, let location = entry.location, let size = entry.expectedSize, size > 0 else { return }
-        var request = URLRequest(url: url(location))
+        guard let token = entry.token, let location = entry.location, let target = origin.url(location), let size = entry.expectedSize, size > 0 else {
+            return
+        }
+        var request = URLRequest(url: target)
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         request.setValue("bytes=\(size - 1)-", forHTTPHeaderField: "Range")
         let result = await transport.collect(request, limit: 1 << 20)

@@ -20,15 +20,17 @@ extension Delivery {
 
     /// Takes `entry` from wherever it stands to an outcome, writing the journal at each change.
     func drive(_ entry: inout JournalEntry) async -> DeliveryOutcome {
-        let destination = entry.destination
-        let fileInPlace = FileManager.default.fileExists(atPath: destination)
+        // Only a regular file of the size on record counts: never a link planted there.
+        let onDisk = LocalFile.regularFileSize(entry.destination)
+        let fileInPlace = onDisk != nil && (entry.expectedSize == nil || onDisk == entry.expectedSize)
         if entry.stage >= .acknowledged {
             if fileInPlace { return reportSafeToFinish(&entry) }
             entry.stage = .downloading  // the file went away: deliver it again
         }
         if entry.stage == .placed, !fileInPlace { entry.stage = .downloading }
         if let notBefore = entry.notBefore, notBefore > configuration.now() {
-            let wait = Duration.seconds(max(1, Int(notBefore.timeIntervalSince(configuration.now()).rounded(.up))))
+            // Clamped whatever the journal holds: no date traps, and none is years away.
+            let wait = Wait.until(notBefore, now: configuration.now())
             return .retryLater(after: wait, OutcomeReason(code: entry.lastReasonCode ?? "retry_later", message: entry.lastReasonMessage ?? "Waiting to retry."))
         }
         var interruptions = 0
@@ -64,7 +66,7 @@ extension Delivery {
         let actual = Data(digest.finalize()).base64EncodedString()
         guard let expected = entry.digest, actual == expected, entry.expectedSize.map({ $0 == length }) ?? true else {
             emit(.digestMismatch(transactionID: entry.transactionID))
-            try? FileManager.default.removeItem(atPath: partial)
+            LocalFile.remove(partial)
             entry.forgetRepresentation()
             entry.digestFailures += 1
             do { try save(entry) } catch { return storageFailure(error) }
@@ -100,20 +102,20 @@ extension Delivery {
         case .retryLater(let after, let reason):
             if reason.code != "cancelled" {
                 entry.failures += 1
-                let (seconds, attoseconds) = after.components
-                entry.notBefore = configuration.now().addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18)
+                entry.notBefore = configuration.now().addingTimeInterval(Wait.seconds(after))
             }
             entry.lastReasonCode = reason.code
             entry.lastReasonMessage = reason.message
         case .refreshReceipt:
             entry.receiptRefreshed = true
         case .revoked:
-            try? FileManager.default.removeItem(atPath: entry.partialPath)
-            try? FileManager.default.removeItem(atPath: entry.destination)
+            // Only files this delivery made: its partial file, and the file it placed.
+            LocalFile.remove(entry.partialPath)
+            if entry.stage >= .placed { LocalFile.remove(entry.destination) }
             entry.stage = .downloading
             entry.token = nil
         case .refused:
-            try? FileManager.default.removeItem(atPath: entry.partialPath)
+            LocalFile.remove(entry.partialPath)
         }
         do { try save(entry) } catch { return storageFailure(error) }
         return outcome

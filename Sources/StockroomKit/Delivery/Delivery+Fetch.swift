@@ -7,7 +7,10 @@ extension Delivery {
     /// One request: a resume (`GET` with `Range` + `If-Range`) when a token is on record, else a new
     /// grant (`POST /v1/downloads`, or `POST /v1/restores` for a restored purchase).
     func fetch(_ entry: inout JournalEntry) async -> Step {
-        guard let token = entry.token, let location = entry.location else { return await grant(&entry) }
+        guard let token = entry.token, let location = entry.location, let target = origin.url(location) else {
+            entry.token = nil  // a location from before this check, off the origin: never sent a token
+            return await grant(&entry)
+        }
         let partial = entry.partialPath
         var have = Self.size(partial)
         if entry.etag == nil || entry.digest == nil { have = 0 }  // nothing known to resume against
@@ -16,7 +19,7 @@ extension Delivery {
             guard let hashed = try? SHA256Digest.ofFile(partial, length: have) else { return .interrupted(progressed: false) }
             return .complete(hashed.digest, length: hashed.bytes)
         }
-        var request = URLRequest(url: url(location))
+        var request = URLRequest(url: target)
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
         if have > 0, let etag = entry.etag {
             request.setValue("bytes=\(have)-", forHTTPHeaderField: "Range")
@@ -24,15 +27,14 @@ extension Delivery {
         }
         let resumeFrom = have
         let box = EntryBox(entry)
-        let journal = self.journal
-        let progress = self.progressBroadcast
+        let body = BodyRules(journal: journal, progress: progressBroadcast, origin: origin, catalogueSize: catalogueProduct(entry.productID)?.size)
         let result = await transport.send(request) { response in
             switch response.statusCode {
-            case 206 where resumeFrom > 0 && ResponseHeaders.contentRangeStart(response) == resumeFrom:
-                return Self.bodyFile(box, keeping: resumeFrom, journal: journal, progress: progress, adopt: nil)
+            case 206 where resumeFrom > 0 && ResponseHeaders.contentRange(response).map({ $0.start == resumeFrom && $0.total == box.entry.expectedSize }) == true:
+                return body.file(box, keeping: resumeFrom, adopt: response)
             case 200:
                 // The whole representation: a first download, or If-Range found a new ETag.
-                return Self.bodyFile(box, keeping: 0, journal: journal, progress: progress, adopt: response)
+                return body.file(box, keeping: 0, adopt: response)
             default:
                 return .memory(limit: 64 << 10)
             }
@@ -49,7 +51,7 @@ extension Delivery {
             return await finishedBody(result, box: box, entry: entry)
         case 416:
             // Nothing left to send from there: a whole file is checked, anything else starts over.
-            try? FileManager.default.removeItem(atPath: partial)
+            LocalFile.remove(partial)
             entry.forgetRepresentation()
             return save(entry, then: .again)
         case nil:
@@ -70,27 +72,29 @@ extension Delivery {
         case .restore(let signedTransaction):
             return await regrantByRestore(&entry, signedTransaction: signedTransaction)
         case .download(let proof):
-            var request = URLRequest(url: url("/v1/downloads"))
+            var request = URLRequest(url: endpoint("/v1/downloads"))
             request.httpMethod = "POST"
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.httpBody = DownloadBody(entry: entry, proof: proof).json
             let partial = entry.partialPath
             let have = Self.size(partial)
             let box = EntryBox(entry)
-            let journal = self.journal
-            let progress = self.progressBroadcast
+            let body = BodyRules(journal: journal, progress: progressBroadcast, origin: origin, catalogueSize: catalogueProduct(entry.productID)?.size)
             let result = await transport.send(request) { response in
                 guard response.statusCode == 200 else { return .memory(limit: 64 << 10) }
                 let old = box.entry
                 let sameRepresentation = have > 0 && old.etag != nil && old.etag == response.value(forHTTPHeaderField: "ETag")
                     && old.digest != nil && old.digest == ResponseHeaders.sha256(response)
                 if sameRepresentation {
-                    box.entry.token = response.value(forHTTPHeaderField: "X-Download-Token")
-                    box.entry.location = response.value(forHTTPHeaderField: "Location")
-                    try? journal.write(box.entry)
+                    do {
+                        (box.entry.token, box.entry.location) = try body.grant(response)
+                    } catch {
+                        return .fail(error)
+                    }
+                    try? body.journal.write(box.entry)
                     return .stop
                 }
-                return Self.bodyFile(box, keeping: 0, journal: journal, progress: progress, adopt: response)
+                return body.file(box, keeping: 0, adopt: response)
             }
             entry = box.entry
             emitResponse(entry.transactionID, "POST", "/v1/downloads", rangeStart: nil, result)
@@ -105,6 +109,7 @@ extension Delivery {
 
     /// How a 200 or 206 body ended.
     private func finishedBody(_ result: TransferResult, box: EntryBox, entry: JournalEntry) async -> Step {
+        if let refused = result.error as? AnswerRefusal { return .settled(self.refused(refused, entry)) }
         guard let file = box.file else {
             return result.error == nil ? .again : .interrupted(progressed: false)
         }
@@ -113,43 +118,17 @@ extension Delivery {
             return .complete(digest, length: file.length)
         }
         emit(.interrupted(transactionID: entry.transactionID, bytes: file.length))
-        return .interrupted(progressed: file.length > box.startedAt)
+        // A body ended for its pace (stalled, or trickled under the minimum rate) is no progress:
+        // a server that trickles a few bytes per try must not be tried for ever.
+        let paced = (result.error as? URLError)?.code == .timedOut
+        return .interrupted(progressed: !paced && file.length > box.startedAt)
     }
 
-    /// Opens the partial file for a body, after writing to the journal what the head says (the
-    /// new token, ETag, size and digest), so that a relaunch resumes against the right representation.
-    static func bodyFile(
-        _ box: EntryBox, keeping: Int64, journal: Journal, progress: ProgressBroadcast, adopt response: HTTPURLResponse?
-    ) -> BodyDisposition {
-        var entry = box.entry
-        let transactionID = entry.transactionID
-        do {
-            // Cut the file first: a relaunch between the two writes then finds less, never a mix.
-            let total = response.flatMap { Int64($0.value(forHTTPHeaderField: "Content-Length") ?? "") } ?? entry.expectedSize
-            let file = try BodyFile(path: entry.partialPath, keeping: keeping) { bytes in
-                progress.send(DeliveryProgress(transactionID: transactionID, bytes: bytes, total: total))
-            }
-            if let response {
-                if let token = response.value(forHTTPHeaderField: "X-Download-Token") { entry.token = token }
-                if let location = response.value(forHTTPHeaderField: "Location") { entry.location = location }
-                entry.etag = response.value(forHTTPHeaderField: "ETag")
-                entry.digest = ResponseHeaders.sha256(response)
-                entry.expectedSize = total
-                do {
-                    try journal.write(entry)
-                } catch {
-                    try? file.end()  // its hash thread ends too
-                    throw error
-                }
-            }
-            box.entry = entry
-            box.file = file
-            box.startedAt = keeping
-            progress.send(DeliveryProgress(transactionID: transactionID, bytes: keeping, total: total))
-            return .file(file)
-        } catch {
-            return .fail(error)
-        }
+    /// The outcome of an answer the client refused to act on: kept unfinished, tried again later.
+    func refused(_ refusal: AnswerRefusal, _ entry: JournalEntry) -> DeliveryOutcome {
+        emit(.answerRefused(transactionID: entry.transactionID, reason: refusal.description))
+        return .retryLater(
+            after: Backoff.delay(afterFailures: entry.failures + 1), OutcomeReason(code: "bad_answer", message: "The server's answer was refused: \(refusal)."))
     }
 
     private func save(_ entry: JournalEntry, then step: Step) -> Step {
@@ -165,8 +144,9 @@ extension Delivery {
         }
     }
 
+    /// The size of the regular file at `path`; 0 when none (a link there counts as none).
     static func size(_ path: String) -> Int64 {
-        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
+        LocalFile.regularFileSize(path) ?? 0
     }
 }
 
@@ -229,9 +209,26 @@ enum ResponseHeaders {
         return nil
     }
 
-    /// The first byte of `Content-Range: bytes a-b/n`.
-    static func contentRangeStart(_ response: HTTPURLResponse) -> Int64? {
+    /// `Content-Range: bytes a-b/n`, when it is well formed: `a <= b < n`.
+    static func contentRange(_ response: HTTPURLResponse) -> (start: Int64, end: Int64, total: Int64)? {
         guard let field = response.value(forHTTPHeaderField: "Content-Range"), field.hasPrefix("bytes ") else { return nil }
-        return Int64(field.dropFirst(6).prefix { $0 != "-" })
+        let parts = field.dropFirst(6).split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let range = parts[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard range.count == 2, let start = number(range[0]), let end = number(range[1]), let total = number(parts[1]), start <= end, end < total else {
+            return nil
+        }
+        return (start, end, total)
+    }
+
+    /// `Content-Length`, when it is plain digits that fit.
+    static func contentLength(_ response: HTTPURLResponse) -> Int64? {
+        response.value(forHTTPHeaderField: "Content-Length").flatMap { number(Substring($0)) }
+    }
+
+    private static func number(_ text: Substring) -> Int64? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 19, trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        return Int64(trimmed)
     }
 }

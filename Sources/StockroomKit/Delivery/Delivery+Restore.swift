@@ -15,17 +15,14 @@ public struct RestoredPurchase: Sendable, Equatable {
 extension Delivery {
     /// The restore of the original API (restored transactions) and of StoreKit 2
     /// (`Transaction.currentEntitlements`): each purchase whose file is not on disk intact is
-    /// delivered again; the others are answered from disk without a request.
+    /// delivered again; one that is, and was acknowledged, is answered without a request; one that
+    /// is but never was acknowledged is acknowledged first.
     public func deliverMissing(_ purchases: [Purchase]) async -> [RestoredPurchase] {
         await withTaskGroup(of: RestoredPurchase.self) { group in
             for purchase in purchases {
                 group.addTask {
-                    let destination = self.configuration.destination(purchase.productID, purchase.transactionID)
-                    if await self.isIntact(productID: purchase.productID, transactionID: purchase.transactionID, sha256: nil) {
-                        return RestoredPurchase(productID: purchase.productID, transactionID: purchase.transactionID, outcome: .delivered(file: destination), downloaded: false)
-                    }
-                    let outcome = await self.deliver(purchase)
-                    return RestoredPurchase(productID: purchase.productID, transactionID: purchase.transactionID, outcome: outcome, downloaded: true)
+                    let attempt = await self.delivering(purchase.transactionID) { delivery in await delivery.start(purchase) }
+                    return RestoredPurchase(productID: purchase.productID, transactionID: purchase.transactionID, outcome: attempt.outcome, downloaded: attempt.downloaded)
                 }
             }
             var all: [RestoredPurchase] = []
@@ -36,17 +33,33 @@ extension Delivery {
 
     /// Every purchase of the customer who made `signedTransaction`, through `POST /v1/restores`:
     /// each delivered as `deliver` does, except those whose file is already on disk, intact
-    /// (checked against the catalogue's SHA-256). A refusal of the restore itself is the outcome.
+    /// (checked against the catalogue's SHA-256) and acknowledged. A refusal of the restore
+    /// itself is the outcome.
+    ///
+    /// The answer is a stranger's: a product it lists is delivered only when its name is a
+    /// product ID, its transaction ID is one, its `location` is a path on the server and it is in
+    /// the catalogue (the app's, or else the server's); the others are refused one by one.
     public func restore(signedTransaction: String) async -> Result<[RestoredPurchase], RestoreFailure> {
         let restored: [RestoresAnswer.Product]
         switch await postRestore(signedTransaction) {
         case .success(let products): restored = products
         case .failure(let failure): return .failure(failure)
         }
-        let digests = await catalogueDigests()
+        var catalog = configuration.catalog
+        if catalog == nil { catalog = await serverCatalogue() }
         return .success(await withTaskGroup(of: RestoredPurchase.self) { group in
             for product in restored {
-                group.addTask { await self.restoreOne(product, signedTransaction: signedTransaction, sha256: digests[product.productId]) }
+                let listed = catalog?.products.first { $0.productID == product.productId }
+                if catalog != nil, listed == nil {
+                    group.addTask {
+                        RestoredPurchase(
+                            productID: product.productId, transactionID: product.transactionId,
+                            outcome: .refused(OutcomeReason(code: "not_in_catalogue", message: "The restore lists a product that is not in the catalogue.")),
+                            downloaded: false)
+                    }
+                    continue
+                }
+                group.addTask { await self.restoreOne(product, signedTransaction: signedTransaction, sha256: listed?.sha256) }
             }
             var all: [RestoredPurchase] = []
             for await purchase in group { all.append(purchase) }
@@ -55,38 +68,48 @@ extension Delivery {
     }
 
     private func restoreOne(_ product: RestoresAnswer.Product, signedTransaction: String, sha256: String?) async -> RestoredPurchase {
-        let destination = configuration.destination(product.productId, product.transactionId)
-        if isIntact(productID: product.productId, transactionID: product.transactionId, sha256: sha256) {
-            return RestoredPurchase(productID: product.productId, transactionID: product.transactionId, outcome: .delivered(file: destination), downloaded: false)
+        func restored(_ outcome: DeliveryOutcome, downloaded: Bool) -> RestoredPurchase {
+            RestoredPurchase(productID: product.productId, transactionID: product.transactionId, outcome: outcome, downloaded: downloaded)
         }
-        let outcome = await delivering(product.transactionId) { delivery in
+        if let refusal = refusal(productID: product.productId, transactionID: product.transactionId) { return restored(refusal, downloaded: false) }
+        guard BodyRules.isPlainText(product.token, allowingSpaces: false), origin.url(product.location) != nil else {
+            let refusal = AnswerRefusal.foreignLocation
+            emit(.answerRefused(transactionID: product.transactionId, reason: refusal.description))
+            return restored(.refused(OutcomeReason(code: "bad_answer", message: "The restore's answer was refused: \(refusal).")), downloaded: false)
+        }
+        let attempt = await delivering(product.transactionId) { delivery in
             var entry: JournalEntry
             do {
                 entry = try delivery.journal.entry(product.transactionId) ?? JournalEntry(
                     transactionID: product.transactionId, originalTransactionID: nil, productID: product.productId,
-                    renewal: .restore(signedTransaction: signedTransaction), appAccountToken: nil, consent: nil, destination: destination.path)
+                    renewal: .restore(signedTransaction: signedTransaction), appAccountToken: nil, consent: nil,
+                    destination: delivery.destination(product.productId, product.transactionId))
             } catch {
-                return delivery.storageFailure(error)
+                return Attempt(outcome: delivery.storageFailure(error), downloaded: false)
             }
+            entry.productID = product.productId
+            entry.destination = delivery.destination(product.productId, product.transactionId)
+            let onDisk = delivery.adoptIntactFile(&entry, sha256: sha256)
             entry.token = product.token
             entry.location = product.location
-            return await delivery.drive(&entry)
+            return Attempt(outcome: await delivery.drive(&entry), downloaded: !onDisk)
         }
-        return RestoredPurchase(productID: product.productId, transactionID: product.transactionId, outcome: outcome, downloaded: true)
+        return restored(attempt.outcome, downloaded: attempt.downloaded)
     }
 
-    /// Whether the product's file is on disk and whole: the journal placed it (checked then), or
-    /// its SHA-256 is the catalogue's.
-    func isIntact(productID: String, transactionID: String, sha256: String?) -> Bool {
-        let destination = configuration.destination(productID, transactionID)
-        guard FileManager.default.fileExists(atPath: destination.path) else { return false }
-        if let entry = try? journal.entry(transactionID), entry.stage >= .placed, entry.destination == destination.path,
-            entry.expectedSize == Self.size(destination.path)
-        {
-            return true
-        }
-        guard let sha256, let hashed = try? SHA256Digest.ofFile(destination.path) else { return false }
-        return hashed.digest.finalize().map { String(format: "%02x", $0) }.joined() == sha256.lowercased()
+    /// Whether the entry's file is on disk and whole: the journal placed it (checked then), or
+    /// its SHA-256 is the catalogue's. A file found whole by its digest is recorded as placed, so
+    /// it is acknowledged before it is ever reported safe to finish.
+    func adoptIntactFile(_ entry: inout JournalEntry, sha256: String?) -> Bool {
+        guard let size = LocalFile.regularFileSize(entry.destination) else { return false }
+        if entry.stage >= .placed, entry.expectedSize == size { return true }
+        guard let sha256, let hashed = try? SHA256Digest.ofFile(entry.destination), hashed.bytes == size else { return false }
+        let digest = hashed.digest.finalize()
+        guard digest.map({ String(format: "%02x", $0) }).joined() == sha256.lowercased() else { return false }
+        entry.stage = .placed
+        entry.expectedSize = size
+        entry.digest = Data(digest).base64EncodedString()
+        return true
     }
 
     /// A new token for a restored purchase: `POST /v1/restores` again.
@@ -101,6 +124,9 @@ extension Delivery {
             else {
                 return .settled(.refused(OutcomeReason(code: "not_restorable", message: "The restore no longer lists \(entry.productID).")))
             }
+            guard BodyRules.isPlainText(product.token, allowingSpaces: false), origin.url(product.location) != nil else {
+                return .settled(refused(.foreignLocation, entry))
+            }
             entry.token = product.token
             entry.location = product.location
             do { try save(entry) } catch { return .settled(storageFailure(error)) }
@@ -109,7 +135,7 @@ extension Delivery {
     }
 
     private func postRestore(_ signedTransaction: String) async -> Result<[RestoresAnswer.Product], RestoreFailure> {
-        var request = URLRequest(url: url("/v1/restores"))
+        var request = URLRequest(url: endpoint("/v1/restores"))
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = try? JSONEncoder().encode(["signedTransaction": signedTransaction])
@@ -128,11 +154,12 @@ extension Delivery {
         return .success(answer.products)
     }
 
-    /// SHA-256 (hex) per product from `/v1/catalog`, to tell an intact file on disk; empty offline.
-    private func catalogueDigests() async -> [String: String] {
-        let result = await transport.collect(URLRequest(url: url("/v1/catalog")), limit: 16 << 20)
-        guard result.response?.statusCode == 200, let catalog = ServerJSON.decode(Catalog.self, from: result.body) else { return [:] }
-        return Dictionary(catalog.products.compactMap { product in product.sha256.map { (product.productID, $0) } }, uniquingKeysWith: { first, _ in first })
+    /// The server's `/v1/catalog`, when the app gave no catalogue: it bounds what a restore may
+    /// deliver, and its SHA-256s tell an intact file on disk; nil offline.
+    private func serverCatalogue() async -> Catalog? {
+        let result = await transport.collect(URLRequest(url: endpoint("/v1/catalog")), limit: 16 << 20)
+        guard result.response?.statusCode == 200 else { return nil }
+        return ServerJSON.decode(Catalog.self, from: result.body)
     }
 }
 

@@ -23,8 +23,18 @@ public actor Delivery {
         public var maximumDigestFailures = 3
         /// Interrupted transfers in a row that brought no new byte before the delivery is left for later.
         public var maximumInterruptions = 3
-        /// Seconds without a byte before a request is given up.
+        /// Seconds without a byte (or for a whole response head) before a request is given up,
+        /// and the window over which a body must average `minimumBytesPerSecond`.
         public var requestTimeout: TimeInterval = 60
+        /// The slowest body accepted: a server that trickles its bytes ends in `retryLater`.
+        public var minimumBytesPerSecond = 1024
+        /// Which TLS servers are trusted: the system's authorities by default; an app's own CA
+        /// file, and pinned keys, where it wants them.
+        public var trust = TLSTrust.system
+        /// The catalogue the app sells, when it has one: only its products are delivered (a
+        /// restore that lists another is refused for it), and no body is longer than the
+        /// product's size.
+        public var catalog: Catalog?
         /// The clock that `Retry-After` and the backoff are measured on.
         public var now: @Sendable () -> Date = { Date() }
         /// Each step, for a log (and the tests).
@@ -32,7 +42,8 @@ public actor Delivery {
         /// What carries the transfers; the tests also run URLSession on Linux.
         var transportEngine = HTTPTransport.Engine.automatic
 
-        /// Files go to `folder/<productID>`.
+        /// Files go to `folder/<productID>`; the product ID is always one `NetworkName` accepts,
+        /// so it is one name in `folder`, never a path.
         public init(server: URL, journalFolder: URL, folder: URL) {
             self.server = server
             self.journalFolder = journalFolder
@@ -40,11 +51,21 @@ public actor Delivery {
         }
     }
 
+    /// The longest wait the client accepts from a server: a `Retry-After` of years is a day.
+    public static let longestWait: Duration = .seconds(86_400)
+
+    /// Why a `Delivery` cannot be set up.
+    public enum ConfigurationError: Error, Sendable, Equatable {
+        /// The server's URL is not an `http` or `https` URL with a host.
+        case serverNotHTTP(URL)
+    }
+
     let configuration: Configuration
+    let origin: ServerOrigin
     let journal: Journal
     let transport: HTTPTransport
     let progressBroadcast = ProgressBroadcast()
-    private var inFlight: [String: Task<DeliveryOutcome, Never>] = [:]
+    private var inFlight: [String: Task<Attempt, Never>] = [:]
     private var permits: Int
     private var waiting: [CheckedContinuation<Void, Never>] = []
     private let safeToFinishContinuation: AsyncStream<String>.Continuation
@@ -55,12 +76,17 @@ public actor Delivery {
     public nonisolated let safeToFinish: AsyncStream<String>
 
     public init(configuration: Configuration) throws {
+        guard let origin = ServerOrigin(configuration.server) else { throw ConfigurationError.serverNotHTTP(configuration.server) }
         self.configuration = configuration
-        self.journal = try Journal(folder: configuration.journalFolder)
-        let session = URLSessionConfiguration.ephemeral
-        session.timeoutIntervalForRequest = configuration.requestTimeout
-        session.httpMaximumConnectionsPerHost = max(configuration.maximumConcurrentDeliveries, 1) + 2
-        self.transport = HTTPTransport(configuration: session, engine: configuration.transportEngine)
+        self.origin = origin
+        var journal = try Journal(folder: configuration.journalFolder)
+        let observer = configuration.observer
+        journal.onSetAside = { transactionID, reason in observer?(.journalEntrySetAside(transactionID: transactionID, reason: reason)) }
+        self.journal = journal
+        let settings = TransportSettings(
+            timeout: configuration.requestTimeout, minimumBytesPerSecond: Int64(max(0, configuration.minimumBytesPerSecond)), trust: configuration.trust,
+            maximumConnectionsPerHost: max(configuration.maximumConcurrentDeliveries, 1) + 2)
+        self.transport = HTTPTransport(settings: settings, engine: configuration.transportEngine)
         self.permits = max(1, configuration.maximumConcurrentDeliveries)
         (safeToFinish, safeToFinishContinuation) = AsyncStream<String>.makeStream()
     }
@@ -77,7 +103,7 @@ public actor Delivery {
     public func deliver(_ purchase: Purchase) async -> DeliveryOutcome {
         await delivering(purchase.transactionID) { delivery in
             await delivery.start(purchase)
-        }
+        }.outcome
     }
 
     /// The progress of `transactionID`'s next (or current) delivery; the sequence ends with it.
@@ -92,7 +118,14 @@ public actor Delivery {
 
     // MARK: One delivery per transaction, a few at once
 
-    func delivering(_ transactionID: String, _ body: @escaping @Sendable (isolated Delivery) async -> DeliveryOutcome) async -> DeliveryOutcome {
+    /// How one delivery went: its outcome, and whether it fetched the file (false when an intact
+    /// copy was on disk).
+    struct Attempt: Sendable {
+        var outcome: DeliveryOutcome
+        var downloaded: Bool
+    }
+
+    func delivering(_ transactionID: String, _ body: @escaping @Sendable (isolated Delivery) async -> Attempt) async -> Attempt {
         if let running = inFlight[transactionID] { return await running.value }
         let task = Task { await self.withPermit { await body(self) } }
         inFlight[transactionID] = task
@@ -102,7 +135,7 @@ public actor Delivery {
         return outcome
     }
 
-    private func withPermit(_ body: () async -> DeliveryOutcome) async -> DeliveryOutcome {
+    private func withPermit(_ body: () async -> Attempt) async -> Attempt {
         if permits > 0 {
             permits -= 1
         } else {
@@ -115,21 +148,25 @@ public actor Delivery {
 
     // MARK: Start from a purchase
 
-    private func start(_ purchase: Purchase) async -> DeliveryOutcome {
+    func start(_ purchase: Purchase) async -> Attempt {
+        if let refusal = refusal(productID: purchase.productID, transactionID: purchase.transactionID) { return Attempt(outcome: refusal, downloaded: false) }
         var entry: JournalEntry
         do {
             entry = try journal.entry(purchase.transactionID) ?? JournalEntry(
                 transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID, productID: purchase.productID,
                 renewal: .download(purchase.proof), appAccountToken: purchase.appAccountToken, consent: purchase.consent,
-                destination: configuration.destination(purchase.productID, purchase.transactionID).path)
+                destination: destination(purchase.productID, purchase.transactionID))
         } catch {
-            return storageFailure(error)
+            return Attempt(outcome: storageFailure(error), downloaded: false)
         }
+        entry.productID = purchase.productID
+        entry.destination = destination(purchase.productID, purchase.transactionID)
+        let onDisk = adoptIntactFile(&entry, sha256: catalogueProduct(purchase.productID)?.sha256)
         // The app's proof is the freshest (a refreshed receipt replaces a stale one).
         if case .download = entry.renewal { entry.renewal = .download(purchase.proof) }
         entry.appAccountToken = purchase.appAccountToken ?? entry.appAccountToken
         entry.consent = purchase.consent ?? entry.consent
-        return await drive(&entry)
+        return Attempt(outcome: await drive(&entry), downloaded: !onDisk)
     }
 
     // MARK: Shared helpers
@@ -157,7 +194,31 @@ public actor Delivery {
         return .delivered(file: file)
     }
 
-    func url(_ path: String) -> URL {
-        URL(string: path, relativeTo: configuration.server)?.absoluteURL ?? configuration.server.appendingPathComponent(path)
+    /// Why a purchase named so cannot be delivered, before anything touches the disk or the
+    /// network: a name `NetworkName` refuses, or a product outside the app's catalogue.
+    func refusal(productID: String, transactionID: String) -> DeliveryOutcome? {
+        guard NetworkName.isProductID(productID), NetworkName.isTransactionID(transactionID) else {
+            return .refused(OutcomeReason(code: "invalid_name", message: "The product or transaction ID is not one the App Store gives."))
+        }
+        if let catalog = configuration.catalog, !catalog.productIDs.contains(productID) {
+            return .refused(OutcomeReason(code: "not_in_catalogue", message: "\(productID) is not in the app's catalogue."))
+        }
+        return nil
+    }
+
+    /// Where the checked file of a purchase goes: always where the configuration says now.
+    func destination(_ productID: String, _ transactionID: String) -> String {
+        configuration.destination(productID, transactionID).path
+    }
+
+    /// The URL of one of the client's own paths on the server (constant, or with a checked
+    /// transaction ID): always on the server's origin.
+    func endpoint(_ path: String) -> URL {
+        origin.url(path) ?? origin.base
+    }
+
+    /// The catalogue's entry for `productID`, when the app gave one.
+    func catalogueProduct(_ productID: String) -> Catalog.Product? {
+        configuration.catalog?.products.first { $0.productID == productID }
     }
 }

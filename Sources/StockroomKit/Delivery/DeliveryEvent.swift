@@ -14,4 +14,10 @@ public enum DeliveryEvent: Sendable, Equatable {
     case placed(transactionID: String, file: URL)
     /// `POST …/ack` succeeded.
     case acknowledged(transactionID: String)
+    /// The journal entry could not be read (damaged, a link, too large): it was renamed out of
+    /// the way, and the purchase starts over from the proof the app supplies.
+    case journalEntrySetAside(transactionID: String, reason: String)
+    /// An answer broke the rules the client holds the server to (a foreign `Location`, a body
+    /// with no length, a name that is no product ID, …): it was not acted on.
+    case answerRefused(transactionID: String, reason: String)
 }

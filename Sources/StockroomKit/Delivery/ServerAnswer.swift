@@ -27,6 +27,12 @@ enum ServerAnswer {
         let code = code ?? Self.fallbackCode(status)
         let reason = OutcomeReason(code: code, message: message ?? HTTPURLResponse.localizedString(forStatusCode: status), status: status)
         if code == "revoked" { return .revoked(reason) }
+        if (300...399).contains(status) {
+            // Not followed (`ServerOrigin`): the proof stays with the server it was meant for.
+            return .retryLater(
+                after: retryAfter ?? Backoff.delay(afterFailures: failures + 1),
+                OutcomeReason(code: "redirected", message: "The server answered with a redirect, which the client never follows: configure the server's final URL.", status: status))
+        }
         if status == 429 || status == 408 || (500...599).contains(status) {
             return .retryLater(after: retryAfter ?? Backoff.delay(afterFailures: failures + 1), reason)
         }
@@ -43,16 +49,19 @@ enum ServerAnswer {
         }
     }
 
-    /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3), never less than a second.
+    /// `Retry-After` as seconds or an HTTP date (RFC 9110 §10.2.3), never less than a second nor
+    /// more than `Delivery.longestWait`, whatever the number.
     static func retryAfter(_ field: String?, now: Date) -> Duration? {
-        guard let field = field?.trimmingCharacters(in: .whitespaces), !field.isEmpty else { return nil }
-        if let seconds = Int(field) { return .seconds(max(1, seconds)) }
+        guard let field = field?.trimmingCharacters(in: .whitespaces), !field.isEmpty, field.utf8.count <= 64 else { return nil }
+        if field.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
+            return Wait.clamped(seconds: Double(field) ?? .infinity)
+        }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: field) else { return nil }
-        return .seconds(max(1, Int(date.timeIntervalSince(now).rounded(.up))))
+        return Wait.clamped(seconds: date.timeIntervalSince(now))
     }
 
     /// The `{"error": {"code", "message"}}` body of a refusal, if it is one.
@@ -66,6 +75,27 @@ enum ServerAnswer {
         }
         guard let envelope = ServerJSON.decode(Envelope.self, from: body) else { return nil }
         return (envelope.error.code, envelope.error.message ?? envelope.error.code)
+    }
+}
+
+/// Waits as the client keeps them: whole seconds from 1 to `Delivery.longestWait`, whatever a
+/// server said or a journal holds, so that no number traps and nothing is shelved for years.
+enum Wait {
+    static func clamped(seconds: Double) -> Duration {
+        let longest = Double(Delivery.longestWait.components.seconds)
+        guard !seconds.isNaN else { return .seconds(1) }
+        return .seconds(Int64(min(longest, max(1, seconds.rounded(.up)))))
+    }
+
+    /// The wait until `date`, at least a second.
+    static func until(_ date: Date, now: Date) -> Duration {
+        clamped(seconds: date.timeIntervalSince(now))
+    }
+
+    /// `after` in seconds, for a date.
+    static func seconds(_ after: Duration) -> TimeInterval {
+        let (seconds, attoseconds) = after.components
+        return min(Double(seconds) + Double(attoseconds) / 1e18, Double(Delivery.longestWait.components.seconds))
     }
 }
 

@@ -243,7 +243,7 @@ extension SHA256Digest {
 
     /// The digest of a file's first `length` bytes, read in 1 MiB pieces (a partial file before a resume).
     static func ofFile(_ path: String, length: Int64? = nil) throws -> (digest: SHA256Digest, bytes: Int64) {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw CocoaError(.fileReadNoSuchFile) }
+        let handle = FileHandle(fileDescriptor: try LocalFile.openFile(path, O_RDONLY | O_NONBLOCK), closeOnDealloc: true)
         defer { try? handle.close() }
         var digest = SHA256Digest()
         var total: Int64 = 0

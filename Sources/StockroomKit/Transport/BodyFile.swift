@@ -28,6 +28,8 @@ final class BodyFile: @unchecked Sendable {
     private let file: Int32
     private let direct: Int32?
     private let keeping: Int64
+    /// The most bytes the file may hold: the body's `Content-Length` on top of what was kept.
+    private let limit: Int64
     private let progress: @Sendable (Int64) -> Void
     private let condition = NSCondition()
     private let buffers: [UnsafeMutableRawPointer]
@@ -55,37 +57,45 @@ final class BodyFile: @unchecked Sendable {
     }
 
     /// Opens `path` to append after its first `keeping` bytes (cut there); those are hashed too,
-    /// from the first byte. `direct: false` keeps every write in the page cache; `bufferSize`
-    /// (whole pages) is smaller in the tests, so that a few KiB go round the ring.
+    /// from the first byte. `limit` bounds the whole file: an `append` past it throws.
+    /// `direct: false` keeps every write in the page cache; `bufferSize` (whole pages) is
+    /// smaller in the tests, so that a few KiB go round the ring.
+    ///
+    /// A symbolic link at `path` is never followed: a new file replaces it (`keeping` 0), and
+    /// a resume refuses it.
     init(
-        path: String, keeping: Int64, direct: Bool = true, bufferSize: Int = BodyFile.defaultBufferSize,
+        path: String, keeping: Int64, limit: Int64 = .max, direct: Bool = true, bufferSize: Int = BodyFile.defaultBufferSize,
         progress: @escaping @Sendable (Int64) -> Void
     ) throws {
         precondition(bufferSize > 0 && bufferSize % Self.alignment == 0, "whole pages")
         self.bufferSize = bufferSize
-        if !FileManager.default.fileExists(atPath: path) {
-            let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            // Readable after the first unlock: a download resumed in the background on a locked device
-            // must still write it.
-            #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-            let attributes: [FileAttributeKey: Any] = [.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication]
-            #else
-            let attributes: [FileAttributeKey: Any] = [:]
-            #endif
-            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: attributes) else { throw CocoaError(.fileWriteUnknown) }
+        try FileManager.default.createDirectory(at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+        let file: Int32
+        do {
+            file = try LocalFile.openFile(path, O_RDWR | (keeping == 0 ? O_CREAT : 0), mode: 0o644)
+        } catch let error as POSIXError where error.code == .ELOOP && keeping == 0 {
+            // A link planted where the partial file goes: the link goes, never what it points at.
+            LocalFile.remove(path)
+            file = try LocalFile.openFile(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o644)
         }
-        let file = open(path, O_RDWR | O_CLOEXEC)
-        guard file >= 0 else { throw CocoaError(.fileWriteNoPermission) }
         var status = stat()
-        let size = fstat(file, &status) == 0 ? Int64(status.st_size) : -1
-        guard size == keeping || ftruncate(file, off_t(keeping)) == 0 else {
+        guard fstat(file, &status) == 0 else {
+            close(file)
+            throw LocalFile.posixError()
+        }
+        // Readable after the first unlock: a download resumed in the background on a locked device
+        // must still write it.
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        try? FileManager.default.setAttributes([.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication], ofItemAtPath: path)
+        #endif
+        guard Int64(status.st_size) == keeping || ftruncate(file, off_t(keeping)) == 0 else {
             close(file)
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
         self.file = file
-        self.direct = direct ? Self.openDirect(path) : nil
+        self.direct = direct ? Self.openDirect(path, sameAs: status) : nil
         self.keeping = keeping
+        self.limit = limit
         self.accepted = keeping
         self.nextOffset = keeping
         self.progress = progress
@@ -115,6 +125,7 @@ final class BodyFile: @unchecked Sendable {
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
         guard let source = bytes.baseAddress else { return }
+        guard Int64(bytes.count) <= limit - length else { throw POSIXError(.EFBIG) }
         var done = 0
         while done < bytes.count {
             condition.lock()
@@ -285,15 +296,21 @@ final class BodyFile: @unchecked Sendable {
 
     /// A second descriptor that writes past the page cache, where the platform and file system
     /// have it (Linux's `O_DIRECT`; tmpfs, for one, may refuse it).
-    private static func openDirect(_ path: String) -> Int32? {
+    /// It must open the same file as the first (`opened`), not whatever was put at `path` since.
+    private static func openDirect(_ path: String, sameAs opened: stat) -> Int32? {
         #if os(Linux) && (arch(x86_64) || arch(arm64))
         #if arch(x86_64)
         let flag: Int32 = 0o40000
         #else
         let flag: Int32 = 0o200000
         #endif
-        let descriptor = open(path, O_WRONLY | O_CLOEXEC | flag)
-        return descriptor >= 0 ? descriptor : nil
+        guard let descriptor = try? LocalFile.openFile(path, O_WRONLY | flag) else { return nil }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_dev == opened.st_dev, status.st_ino == opened.st_ino else {
+            close(descriptor)
+            return nil
+        }
+        return descriptor
         #else
         return nil
         #endif

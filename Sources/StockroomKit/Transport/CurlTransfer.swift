@@ -13,7 +13,7 @@ import FoundationNetworking
 /// stays at one buffer whatever the file's size.
 final class CurlTransfer: @unchecked Sendable {
     private let request: URLRequest
-    private let timeout: TimeInterval
+    private let settings: TransportSettings
     private let decide: @Sendable (HTTPURLResponse) -> BodyDisposition
     private let lock = NSLock()
     private var cancelled = false  // guarded by `lock`; the rest is touched by the transfer's thread only
@@ -26,13 +26,13 @@ final class CurlTransfer: @unchecked Sendable {
     private var failure: (any Error)?
     private var stopped = false
     private var timedOut = false
-    private var moved: Int64 = -1
-    private var lastMove = ProcessInfo.processInfo.systemUptime
+    private var pace: TransferPace
 
-    init(_ request: URLRequest, timeout: TimeInterval, decide: @escaping @Sendable (HTTPURLResponse) -> BodyDisposition) {
+    init(_ request: URLRequest, settings: TransportSettings, decide: @escaping @Sendable (HTTPURLResponse) -> BodyDisposition) {
         self.request = request
-        self.timeout = timeout
+        self.settings = settings
         self.decide = decide
+        pace = TransferPace(timeout: settings.timeout, minimumBytesPerSecond: settings.minimumBytesPerSecond, now: ProcessInfo.processInfo.systemUptime)
     }
 
     /// Stops the transfer at libcurl's next callback (at least once a second).
@@ -77,13 +77,17 @@ final class CurlTransfer: @unchecked Sendable {
         easy.set(.noSignal, 1)
         easy.set(.bufferSize, 512 << 10)
         easy.set(.userAgent, "StockroomKit")
-        easy.set(.followLocation, 1)
-        easy.set(.maxRedirects, 5)
-        easy.set(.protocols, 3)  // CURLPROTO_HTTP | CURLPROTO_HTTPS, also for redirects
-        easy.set(.redirectProtocols, 3)
-        // URLSession's request timeout, the longest wait for a byte: for connecting here, and
-        // after that in `onProgress` (libcurl's low-speed limit averages over several seconds).
-        easy.set(.connectTimeoutMilliseconds, max(1, Int((timeout * 1000).rounded(.up))))
+        easy.set(.followLocation, 0)  // a redirect is the answer, never followed
+        easy.set(.protocols, 3)  // CURLPROTO_HTTP | CURLPROTO_HTTPS
+        if let authorities = settings.trust.certificateAuthorities {
+            guard easy.set(.caInfo, authorities.path) else { return false }
+        }
+        if let pins = settings.trust.curlPins {
+            guard easy.set(.pinnedPublicKey, pins) else { return false }  // fails closed where libcurl cannot pin
+        }
+        // The longest wait for a byte: for connecting here, and after that `TransferPace` in
+        // `onProgress` (libcurl's low-speed limit averages over several seconds).
+        easy.set(.connectTimeoutMilliseconds, max(1, Int((settings.timeout * 1000).rounded(.up))))
         easy.set(.writeFunction, pointer: unsafeBitCast(Self.onBody, to: UnsafeRawPointer.self))
         easy.set(.headerFunction, pointer: unsafeBitCast(Self.onHeader, to: UnsafeRawPointer.self))
         easy.set(.progressFunction, pointer: unsafeBitCast(Self.onProgress, to: UnsafeRawPointer.self))
@@ -121,7 +125,9 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func header(_ line: String) {
+        let now = ProcessInfo.processInfo.systemUptime
         if line.hasPrefix("HTTP/") {
+            pace.headBegan(now: now)
             // A new response: an interim 1xx, or the next one after a redirect.
             let parts = line.split(separator: " ", maxSplits: 2)
             status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
@@ -129,6 +135,7 @@ final class CurlTransfer: @unchecked Sendable {
             headComplete = false
         } else if line.isEmpty {
             headComplete = status >= 200
+            if headComplete { pace.headEnded(received: 0, now: now) }
         } else if let colon = line.firstIndex(of: ":") {
             let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
             let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
@@ -194,17 +201,13 @@ final class CurlTransfer: @unchecked Sendable {
     /// Called at least once a second: false stops the transfer.
     private static let onProgress: LibCurl.ProgressCallback = { context, _, received, _, sent in
         guard let context else { return 1 }
-        return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().proceeds(moved: received + sent) ? 0 : 1
+        return Unmanaged<CurlTransfer>.fromOpaque(context).takeUnretainedValue().proceeds(sent: sent, received: received) ? 0 : 1
     }
 
-    /// Whether to go on: not cancelled, and a byte moved within the timeout.
-    private func proceeds(moved bytes: Int64) -> Bool {
+    /// Whether to go on: not cancelled, and within `TransferPace`'s deadlines.
+    private func proceeds(sent: Int64, received: Int64) -> Bool {
         if isCancelled { return false }
-        let now = ProcessInfo.processInfo.systemUptime
-        if bytes != moved {
-            moved = bytes
-            lastMove = now
-        } else if now - lastMove > timeout {
+        guard pace.check(sent: sent, received: received, now: ProcessInfo.processInfo.systemUptime) == .proceed else {
             timedOut = true
             return false
         }
@@ -218,8 +221,8 @@ final class CurlTransfer: @unchecked Sendable {
         case .couldNotResolveHost: return URLError(.cannotFindHost)
         case .couldNotConnect: return URLError(.cannotConnectToHost)
         case .timedOut: return URLError(.timedOut)
-        case .peerCertificate: return URLError(.serverCertificateUntrusted)
-        case .sslConnect: return URLError(.secureConnectionFailed)
+        case .peerCertificate, .pinnedPublicKeyMismatch: return URLError(.serverCertificateUntrusted)
+        case .sslConnect, .certificateAuthorityFile: return URLError(.secureConnectionFailed)
         case .partialFile, .gotNothing, .sendError, .receiveError: return URLError(.networkConnectionLost)
         case .abortedByCallback: return URLError(.cancelled)
         default: return URLError(.unknown)

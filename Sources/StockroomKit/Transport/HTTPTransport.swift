@@ -28,9 +28,24 @@ struct TransferResult: Sendable {
     var complete: Bool { error == nil && !stopped && response != nil }
 }
 
+/// How long a transfer may take, and whom it trusts.
+struct TransportSettings: Sendable {
+    /// The longest wait for a byte, and for a whole head once it began; the window the minimum
+    /// rate is measured over.
+    var timeout: TimeInterval = 60
+    /// The slowest body accepted, on average over each `timeout` window.
+    var minimumBytesPerSecond: Int64 = 1024
+    var trust = TLSTrust.system
+    var maximumConnectionsPerHost = 6
+}
+
 /// Sends the requests of a `Delivery` or `CatalogClient`, each body streamed to disk piece by
 /// piece, never whole in memory. On Apple platforms: URLSession with a data delegate, one session
 /// for every transfer. On Linux: libcurl directly (`CurlTransfer`), where it loads.
+///
+/// It follows no redirect: a 3xx is the answer (`ServerOrigin` says where requests may go), so
+/// a proof or a token never travels to a host it was not meant for, nor from `https` to `http`.
+/// Every transfer keeps to `TransferPace`'s deadlines.
 final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     /// What carries the transfers.
     enum Engine: Sendable {
@@ -43,13 +58,14 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private let lock = NSLock()
     private var transfers: [Int: Transfer] = [:]
     private var session: URLSession?
-    private let timeout: TimeInterval
+    private var paceTimer: (any DispatchSourceTimer)?
+    let settings: TransportSettings
     #if os(Linux) && (arch(x86_64) || arch(arm64))
     private let curl: CurlHandles?
     #endif
 
-    init(configuration: URLSessionConfiguration = .ephemeral, engine: Engine = .automatic) {
-        timeout = configuration.timeoutIntervalForRequest
+    init(settings: TransportSettings = TransportSettings(), engine: Engine = .automatic) {
+        self.settings = settings
         #if os(Linux) && (arch(x86_64) || arch(arm64))
         curl = engine == .automatic && LibCurl.shared != nil ? CurlHandles() : nil
         #endif
@@ -57,6 +73,9 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
         #if os(Linux) && (arch(x86_64) || arch(arm64))
         if curl != nil { return }  // no URLSession (its thread, queue and multi handle) when unused
         #endif
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = settings.timeout
+        configuration.httpMaximumConnectionsPerHost = settings.maximumConnectionsPerHost
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpShouldSetCookies = false
@@ -64,6 +83,31 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
         queue.maxConcurrentOperationCount = 1
         queue.name = "StockroomKit.HTTPTransport"
         session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
+        watchPace(on: queue)
+    }
+
+    /// URLSession tells nothing while a head arrives, and a body only piece by piece: each
+    /// second, on the session's queue, every transfer's pace is checked, and one past its
+    /// deadlines is cancelled. A weak reference: the watch ends with the transport.
+    private func watchPace(on queue: OperationQueue) {
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "StockroomKit.HTTPTransport.pace"))
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler { [weak self, weak queue] in
+            guard let self, let queue else { return timer.cancel() }
+            queue.addOperation { self.checkPace() }
+        }
+        timer.resume()
+        lock.withLock { paceTimer = timer }
+    }
+
+    /// On the session's queue.
+    private func checkPace() {
+        let now = ProcessInfo.processInfo.systemUptime
+        for (identifier, transfer) in lock.withLock({ transfers }) where transfer.failure == nil {
+            guard transfer.pace.check(sent: transfer.sent, received: transfer.received, now: now) != .proceed else { continue }
+            transfer.failure = URLError(.timedOut)
+            session?.getAllTasks { tasks in tasks.first { $0.taskIdentifier == identifier }?.cancel() }
+        }
     }
 
     /// Whether libcurl carries the transfers.
@@ -81,19 +125,26 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
         #if os(Linux) && (arch(x86_64) || arch(arm64))
         curl?.cancelAll()
         #endif
+        lock.withLock { paceTimer }?.cancel()
         lock.withLock { session }?.invalidateAndCancel()
     }
 
     /// Sends `request`; `decide` picks what happens to the body once its head is known.
     func send(_ request: URLRequest, decide: @escaping @Sendable (HTTPURLResponse) -> BodyDisposition) async -> TransferResult {
         #if os(Linux) && (arch(x86_64) || arch(arm64))
-        if let curl { return await curl.send(CurlTransfer(request, timeout: timeout, decide: decide)) }
+        if let curl { return await curl.send(CurlTransfer(request, settings: settings, decide: decide)) }
         #endif
         guard let session = lock.withLock({ session }) else { return TransferResult(error: URLError(.cancelled)) }
+        #if !canImport(Security)
+        // Pins and an own authority are checked through Security's trust objects; without them
+        // (URLSession on Linux, in the tests) a transfer that asks for them fails closed.
+        if settings.trust.isCustom { return TransferResult(error: URLError(.secureConnectionFailed)) }
+        #endif
         let task = session.dataTask(with: request)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
-                lock.withLock { transfers[task.taskIdentifier] = Transfer(decide: decide, continuation: continuation) }
+                let pace = TransferPace(timeout: settings.timeout, minimumBytesPerSecond: settings.minimumBytesPerSecond, now: ProcessInfo.processInfo.systemUptime)
+                lock.withLock { transfers[task.taskIdentifier] = Transfer(decide: decide, continuation: continuation, pace: pace) }
                 task.resume()
             }
         } onCancel: {
@@ -108,12 +159,27 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     // MARK: URLSessionDataDelegate (on the session's serial queue)
 
+    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+        lock.withLock { transfers[task.taskIdentifier] }?.sent = totalBytesSent
+    }
+
+    /// No redirect is followed: the 3xx itself is the answer.
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         guard let transfer = lock.withLock({ transfers[dataTask.taskIdentifier] }) else { return }
         if transfer.disposition == nil {
             guard let response = dataTask.response as? HTTPURLResponse else { return }
             transfer.disposition = transfer.decide(response)
+            transfer.pace.headEnded(received: 0, now: ProcessInfo.processInfo.systemUptime)
         }
+        transfer.received += Int64(data.count)
+        if transfer.failure != nil { return }  // the pace's watch cancelled it
         switch transfer.disposition {
         case .file(let file):
             do {
@@ -168,10 +234,16 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var body = Data()
         var failure: (any Error)?
         var stopped = false
+        var pace: TransferPace
+        var sent: Int64 = 0
+        var received: Int64 = 0
 
-        init(decide: @escaping @Sendable (HTTPURLResponse) -> BodyDisposition, continuation: CheckedContinuation<TransferResult, Never>) {
+        init(
+            decide: @escaping @Sendable (HTTPURLResponse) -> BodyDisposition, continuation: CheckedContinuation<TransferResult, Never>, pace: TransferPace
+        ) {
             self.decide = decide
             self.continuation = continuation
+            self.pace = pace
         }
     }
 }

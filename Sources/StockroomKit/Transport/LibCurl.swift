@@ -112,7 +112,7 @@ struct LibCurl: @unchecked Sendable {
         case post = 47
         case followLocation = 52
         case progressData = 10057
-        case maxRedirects = 68
+        case caInfo = 10065
         case headerFunction = 20079
         case httpGet = 80
         case bufferSize = 98
@@ -121,8 +121,8 @@ struct LibCurl: @unchecked Sendable {
         case connectTimeoutMilliseconds = 156
         case copyPostFields = 10165
         case protocols = 181
-        case redirectProtocols = 182
         case progressFunction = 20219
+        case pinnedPublicKey = 10230
     }
 
     /// `CURLE_*` results that say more than "the transfer failed".
@@ -139,6 +139,8 @@ struct LibCurl: @unchecked Sendable {
         case receiveError = 56
         case peerCertificate = 60
         case sslConnect = 35
+        case certificateAuthorityFile = 77
+        case pinnedPublicKeyMismatch = 90
     }
 }
 #endif
