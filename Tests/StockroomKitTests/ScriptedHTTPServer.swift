@@ -9,6 +9,8 @@ import Glibc
 final class ScriptedHTTPServer: @unchecked Sendable {
     enum Step: Sendable {
         case send(String)
+        /// Bytes as they are (a body that is not UTF-8).
+        case raw([UInt8])
         case bytes(Int)
         case pause(TimeInterval)
         case close
@@ -100,6 +102,9 @@ final class ScriptedHTTPServer: @unchecked Sendable {
                 switch step {
                 case .send(let text):
                     guard write(client, Data(text.utf8)) else { return }
+                    lastSent = ProcessInfo.processInfo.systemUptime
+                case .raw(let bytes):
+                    guard write(client, Data(bytes)) else { return }
                     lastSent = ProcessInfo.processInfo.systemUptime
                 case .bytes(let count):
                     guard write(client, Data(repeating: 0x61, count: count)) else { return }

@@ -13,10 +13,8 @@ import FoundationNetworking
 @Suite struct TransportTests {
     static let engines: [HTTPTransport.Engine] = [.automatic, .urlSession]
 
-    static func transport(_ engine: HTTPTransport.Engine, timeout: TimeInterval = 30) -> HTTPTransport {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        return HTTPTransport(configuration: configuration, engine: engine)
+    static func transport(_ engine: HTTPTransport.Engine, timeout: TimeInterval = 30, minimumBytesPerSecond: Int64 = 1024) -> HTTPTransport {
+        HTTPTransport(settings: TransportSettings(timeout: timeout, minimumBytesPerSecond: minimumBytesPerSecond), engine: engine)
     }
 
     #if os(Linux)
@@ -91,20 +89,57 @@ import FoundationNetworking
         #expect(String(decoding: result.body, as: UTF8.self) == "POST /v1/downloads HTTP/1.1|yes|-|300000")
     }
 
-    @Test(arguments: engines) func aRedirectIsFollowed(_ engine: HTTPTransport.Engine) async throws {
+    @Test(arguments: engines) func aRedirectIsTheAnswerAndIsNeverFollowed(_ engine: HTTPTransport.Engine) async throws {
+        let elsewhere = try ScriptedHTTPServer { _ in [.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")] }
+        defer { elsewhere.stop() }
         let server = try ScriptedHTTPServer { request in
-            if request.line.hasPrefix("GET /old ") {
-                return [.send("HTTP/1.1 302 Found\r\nLocation: /new\r\nContent-Length: 5\r\n\r\nmoved")]
-            }
-            return [.send("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")]
+            let target = request.line.contains("/same") ? "/new" : "\(elsewhere.url.absoluteString)/new"
+            return [.send("HTTP/1.1 307 Temporary Redirect\r\nLocation: \(target)\r\nContent-Length: 5\r\n\r\nmoved")]
         }
         defer { server.stop() }
         let transport = Self.transport(engine)
         defer { transport.invalidate() }
-        let result = await transport.collect(URLRequest(url: server.url.appendingPathComponent("old")))
-        #expect(result.response?.statusCode == 200)
-        #expect(String(decoding: result.body, as: UTF8.self) == "ok")
-        #expect(server.requests.map(\.line) == ["GET /old HTTP/1.1", "GET /new HTTP/1.1"])
+        for path in ["same", "other"] {
+            var request = URLRequest(url: server.url.appendingPathComponent(path))
+            request.httpMethod = "POST"
+            request.setValue("Bearer secret", forHTTPHeaderField: "Authorization")
+            request.httpBody = Data("proof".utf8)
+            let result = await transport.collect(request)
+            #expect(result.response?.statusCode == 307)
+            #expect(String(decoding: result.body, as: UTF8.self) == "moved")
+        }
+        #expect(server.requests.map(\.line) == ["POST /same HTTP/1.1", "POST /other HTTP/1.1"])
+        #expect(elsewhere.requests.isEmpty, "nothing reached the other host")
+    }
+
+    @Test(arguments: engines) func aBodyTrickledByteByByteEndsAtTheMinimumRate(_ engine: HTTPTransport.Engine) async throws {
+        let server = try ScriptedHTTPServer { _ in
+            [.send("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")] + Array(repeating: [.bytes(1), .pause(0.5)], count: 200).flatMap { $0 }
+        }
+        defer { server.stop() }
+        let transport = Self.transport(engine, timeout: 1)
+        defer { transport.invalidate() }
+        let started = Date()
+        let result = await transport.collect(URLRequest(url: server.url))
+        #expect((result.error as? URLError)?.code == .timedOut, "\(String(describing: result.error))")
+        #expect(!result.complete)
+        // A byte each half second never stalls for the 1 s timeout; the 1 KiB/s floor ends it after
+        // one window. The margin is for a loaded machine, far short of the 100 s the body would take.
+        #expect(Date().timeIntervalSince(started) < 15)
+    }
+
+    @Test(arguments: engines) func aHeadTrickledLineByLineEndsAtTheTimeout(_ engine: HTTPTransport.Engine) async throws {
+        let server = try ScriptedHTTPServer { _ in
+            [.send("HTTP/1.1 200 OK\r\n")] + Array(repeating: [.send("X-Slow: 1\r\n"), .pause(0.5)], count: 200).flatMap { $0 }
+        }
+        defer { server.stop() }
+        let transport = Self.transport(engine, timeout: 1)
+        defer { transport.invalidate() }
+        let started = Date()
+        let result = await transport.collect(URLRequest(url: server.url))
+        #expect(result.error != nil)
+        #expect(!result.complete)
+        #expect(Date().timeIntervalSince(started) < 15, "not the 100 s the head would take")
     }
 
     @Test(arguments: engines) func cancellingTheTaskStopsTheTransferAtOnce(_ engine: HTTPTransport.Engine) async throws {
