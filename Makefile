@@ -35,6 +35,7 @@ test: deps
 	.ci/console-browser test .build/debug/stockroom
 	.ci/cli-tests .build/debug/stockroom
 	.ci/client-tests .build/debug/stockroom
+	.ci/client-hostile .build/debug/stockroom
 	.ci/crash-test .build/debug/stockroom
 	SWIFT=$(SWIFT) FUZZ_SECONDS=10 .ci/fuzz
 
