@@ -179,6 +179,7 @@ let package = Package(
             name: "StockroomFuzz",
             dependencies: [
                 "StockroomCore",
+                "StockroomKit",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],

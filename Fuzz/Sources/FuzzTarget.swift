@@ -17,6 +17,8 @@ enum FuzzTarget: String, CaseIterable, Sendable {
     case range
     /// `JSONSyntaxError.find`, `CatalogFile.decode` and `CatalogLoader.validate`.
     case catalog
+    /// StockroomKit reading a server's answer: headers, waits, ranges, locations, names, JSON.
+    case client
 
     /// Feeds one input to the harness; returns normally unless the code under test traps, or a
     /// harness invariant fails (which traps on purpose, so libFuzzer records the input).
@@ -29,6 +31,7 @@ enum FuzzTarget: String, CaseIterable, Sendable {
         case .serverAPI: UpstreamHarness.runServerAPI(input)
         case .range: RangeHarness.run(input)
         case .catalog: CatalogHarness.run(input)
+        case .client: ClientAnswerHarness.run(input)
         }
     }
 
