@@ -1,0 +1,115 @@
+import Foundation
+import StockroomTestSupport
+import Testing
+
+@testable import StockroomKit
+
+/// The rules StockroomKit holds a server's words to, one by one: names, locations, waits, pins.
+@Suite struct TrustTests {
+    @Test func onlyTheAppStoresProductIDsAreFileNames() {
+        for good in ["com.example.book", "a", "A1_b-c.d", String(repeating: "x", count: 255)] {
+            #expect(NetworkName.isProductID(good), "\(good)")
+        }
+        for bad in ["", ".", "..", "../x", "a/b", "a..b", ".hidden", "trailing.", "-dash", "_under", "a b", "a\u{0}b", "é", "a\\b", String(repeating: "x", count: 256)] {
+            #expect(!NetworkName.isProductID(bad), "\(bad)")
+        }
+    }
+
+    @Test func onlyDigitsAreTransactionIDs() {
+        #expect(NetworkName.isTransactionID("1000000000000001"))
+        #expect(NetworkName.isTransactionID("0"))
+        for bad in ["", "12/34", "..", "1e5", "-1", " 1", "١٢", String(repeating: "1", count: 33)] {
+            #expect(!NetworkName.isTransactionID(bad), "\(bad)")
+        }
+    }
+
+    @Test func aLocationIsFollowedOnlyAsAPathOnTheServersOrigin() throws {
+        let origin = try #require(ServerOrigin(URL(string: "https://content.example.com:8443/base/")!))
+        #expect(origin.url("/v1/downloads/1/content")?.absoluteString == "https://content.example.com:8443/v1/downloads/1/content")
+        #expect(origin.url("/v1/downloads/1/content?x=1")?.absoluteString == "https://content.example.com:8443/v1/downloads/1/content?x=1")
+        for foreign in [
+            "https://evil.example/x", "//evil.example/x", "http://content.example.com:8443/x", "https://content.example.com/x", "relative/path", "",
+            "/\\evil.example/x", "/x#fragment", "/x y", "/x\r\nHost: evil", "https://user@content.example.com:8443/x", "javascript:alert(1)",
+            "/" + String(repeating: "a", count: 2048),
+        ] {
+            #expect(origin.url(foreign) == nil, "\(foreign)")
+        }
+        #expect(ServerOrigin(URL(string: "file:///etc/passwd")!) == nil)
+        #expect(ServerOrigin(URL(string: "ftp://example.com/")!) == nil)
+    }
+
+    @Test func theMinimumRateEndsATrickleAndSilenceEndsAStall() {
+        var pace = TransferPace(timeout: 10, minimumBytesPerSecond: 100, now: 0)
+        #expect(pace.check(sent: 500, received: 0, now: 1) == .proceed)
+        #expect(pace.check(sent: 500, received: 0, now: 10) == .proceed, "the server may think for up to the timeout")
+        #expect(pace.check(sent: 500, received: 0, now: 11.5) == .stalled)
+
+        var slow = TransferPace(timeout: 10, minimumBytesPerSecond: 100, now: 0)
+        slow.headBegan(now: 1)
+        slow.headEnded(received: 0, now: 1)
+        for second in 2...10 { #expect(slow.check(sent: 0, received: Int64(second), now: Double(second)) == .proceed) }
+        #expect(slow.check(sent: 0, received: 11, now: 11) == .tooSlow, "a byte a second over a 10 s window")
+
+        var fast = TransferPace(timeout: 10, minimumBytesPerSecond: 100, now: 0)
+        fast.headEnded(received: 0, now: 0)
+        for second in 1...100 { #expect(fast.check(sent: 0, received: Int64(second) * 200, now: Double(second)) == .proceed) }
+
+        var head = TransferPace(timeout: 10, minimumBytesPerSecond: 100, now: 0)
+        head.headBegan(now: 0)
+        for second in 1...10 { #expect(head.check(sent: 0, received: 0, now: Double(second)) == .proceed || second > 10) }
+        #expect(head.check(sent: 1, received: 0, now: 10.5) == .stalled, "a head that takes longer than the timeout, however it trickles")
+    }
+
+    @Test func aRetryAfterThatIsNeitherDigitsNorADateIsNone() {
+        for field in ["-5", "1e30", "5 seconds", "", String(repeating: "9", count: 65)] { #expect(ServerAnswer.retryAfter(field, now: Date()) == nil, "\(field)") }
+    }
+
+    @Test(arguments: ["0", "1", "86400", "86401", "99999999999", "9223372036854775807", "99999999999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT"])
+    func everyRetryAfterIsASecondToADay(_ field: String) throws {
+        let wait = try #require(ServerAnswer.retryAfter(field, now: Date()))
+        #expect(wait >= .seconds(1) && wait <= Delivery.longestWait)
+        #expect(Wait.seconds(wait) <= 86_400)
+    }
+
+    @Test func pinsAreReadInCurlsSpelling() {
+        let pin = Data(repeating: 7, count: 32).base64EncodedString()
+        #expect(TLSTrust.pins("sha256//\(pin)") == [pin])
+        #expect(TLSTrust.pins("sha256//\(pin);sha256//\(pin)") == [pin, pin])
+        for bad in ["", pin, "sha256//", "sha256//AAAA", "sha1//\(pin)", "sha256//\(pin);"] { #expect(TLSTrust.pins(bad) == nil, "\(bad)") }
+    }
+
+    /// The pin of a certificate, read from its DER in Swift (what the Apple platforms' trust check
+    /// uses), is OpenSSL's for the same key: an EC and an RSA key, a v3 and a v1 certificate.
+    @Test(arguments: [("ec", "-addext basicConstraints=CA:TRUE"), ("rsa:2048", ""), ("ec", "-x509v1")])
+    func aCertificatesPinIsOpenSSLs(_ key: String, _ extra: String) throws {
+        let folder = try TemporaryFolder()
+        let keyOption = key == "ec" ? "-newkey ec -pkeyopt ec_paramgen_curve:P-256" : "-newkey \(key)"
+        let version = extra == "-x509v1" ? "" : extra
+        let script = """
+            set -e
+            cd '\(folder.path)'
+            openssl req -x509 \(keyOption) -nodes -keyout key.pem -out cert.pem -days 1 -subj /CN=test \(version) 2>/dev/null
+            \(extra == "-x509v1" ? "openssl req -new -key key.pem -subj /CN=v1 -out csr.pem; openssl x509 -req -in csr.pem -signkey key.pem -days 1 -out cert.pem 2>/dev/null" : "true")
+            openssl x509 -in cert.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64
+            """
+        let pin = try Self.shell(script).trimmingCharacters(in: .whitespacesAndNewlines)
+        let pem = try Data(contentsOf: URL(fileURLWithPath: folder.path + "/cert.pem"))
+        let certificates = CertificateKey.certificates(inPEM: pem + Data("\n".utf8) + pem)
+        #expect(certificates.count == 2)
+        #expect(CertificateKey.pin(ofCertificate: try #require(certificates.first)) == pin)
+        #expect(CertificateKey.pin(ofCertificate: Array(try #require(certificates.first).prefix(40))) == nil, "a cut certificate has no pin")
+    }
+
+    static func shell(_ script: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
