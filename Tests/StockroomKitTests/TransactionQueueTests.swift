@@ -62,6 +62,47 @@ import Testing
         }
     }
 
+    /// StoreKit 2's `updates` replays what `unfinished` lists, and the app hands in the result of
+    /// `Product.purchase()` while `updates` may bring the same transaction: one delivery, one
+    /// finish, one report, however many copies arrive and whenever.
+    @Test func aPurchaseReplayedAndHandedInByTheAppIsDeliveredFinishedAndReportedOnce() async throws {
+        try await KitFixture.run { fixture in
+            let bought = try await fixture.control.purchase(KitFixture.book)
+            let log = Log()
+            let copy = StoreTransaction(transactionID: bought.transactionId, productID: KitFixture.book, state: .purchased(bought.withSignedTransaction())) {
+                log.append("finish")
+            }
+            let queue = TransactionQueue(delivery: try fixture.delivery(), productIDs: [KitFixture.book])
+            let reports = Self.collect(queue)
+            let source = ScriptedSource(script: [copy, copy, copy])
+            async let fromStoreKit: Void = queue.run(source)
+            async let fromTheApp: Void = queue.handle(copy, source: source)  // the purchase result
+            _ = await (fromStoreKit, fromTheApp)
+            await queue.handle(copy, source: source)  // a replay after the finish
+            queue.finishReports()
+            #expect(log.all == ["finish"])
+            #expect(await reports.value == [.finished(transactionID: bought.transactionId, outcome: "delivered")])
+            #expect(try await fixture.verifications() == 1, "one verification for every copy")
+        }
+    }
+
+    /// A purchase the app let go (its decision) may come again: only a finished or running one is a replay.
+    @Test func aPurchaseLeftToTheAppIsHandledAgainWhenItComesAgain() async throws {
+        try await KitFixture.run { fixture in
+            let log = Log()
+            let refused = Purchase(productID: KitFixture.book, transactionID: "2000000000000042", proof: .signedTransaction("not.a.jws"))
+            let transaction = StoreTransaction(transactionID: refused.transactionID, productID: KitFixture.book, state: .purchased(refused)) { log.append("finish") }
+            let queue = TransactionQueue(delivery: try fixture.delivery(), productIDs: [KitFixture.book])
+            let reports = Self.collect(queue)
+            await queue.run(ScriptedSource(script: [transaction]))
+            await queue.handle(transaction, source: ScriptedSource(script: []))
+            queue.finishReports()
+            #expect(log.all.isEmpty)
+            let decisions = await reports.value.filter { if case .needsDecision = $0 { true } else { false } }
+            #expect(decisions.count == 2, "each arrival is the app's decision again")
+        }
+    }
+
     @Test func purchasingDeferredUnverifiedAndForeignProductsAreLeftUnfinished() async throws {
         try await KitFixture.run { fixture in
             let log = Log()

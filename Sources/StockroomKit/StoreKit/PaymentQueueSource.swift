@@ -5,10 +5,19 @@ import StoreKit
 /// The original API's transactions as a `TransactionSource`: an `SKPaymentTransactionObserver`
 /// added once at launch (`start()`) and never removed.
 ///
+/// `SKPaymentQueue` does not retain its observers: keep this source alive for the app's whole
+/// lifetime (a property of the app delegate, say), or transactions stop arriving.
+///
 /// Translation only: each state goes to `TransactionQueue`, which finishes `.failed` at once,
 /// does nothing on `.purchasing` and `.deferred`, and delivers `.purchased` and `.restored` with
-/// the app receipt (or, without one, the transaction's own iOS 6 receipt) before finishing them.
-/// Not compiled on Linux (no StoreKit there): keep it this small.
+/// the app receipt before finishing them. Deprecated with the original API it adapts (iOS 18,
+/// macOS 15); `StoreKit2Source` is the way forward. Not compiled on Linux (no StoreKit there):
+/// keep it this small.
+@available(iOS, deprecated: 18.0, message: "The original In-App Purchase API is deprecated: use StoreKit2Source.")
+@available(macOS, deprecated: 15.0, message: "The original In-App Purchase API is deprecated: use StoreKit2Source.")
+@available(tvOS, deprecated: 18.0, message: "The original In-App Purchase API is deprecated: use StoreKit2Source.")
+@available(watchOS, deprecated: 11.0, message: "The original In-App Purchase API is deprecated: use StoreKit2Source.")
+@available(visionOS, deprecated: 2.0, message: "The original In-App Purchase API is deprecated: use StoreKit2Source.")
 public final class PaymentQueueSource: NSObject, SKPaymentTransactionObserver, TransactionSource, @unchecked Sendable {
     private let queue: SKPaymentQueue
     private let stream: AsyncStream<StoreTransaction>
@@ -49,28 +58,26 @@ public final class PaymentQueueSource: NSObject, SKPaymentTransactionObserver, T
         case .purchased, .restored:
             let purchase = Purchase(
                 productID: productID, transactionID: id, originalTransactionID: transaction.original?.transactionIdentifier ?? id,
-                proof: Self.proof(for: transaction))
+                proof: .appReceipt(Self.appReceipt() ?? Data()))
             state = transaction.transactionState == .restored ? .restored(purchase) : .purchased(purchase)
         @unknown default: state = .purchasing
         }
         return StoreTransaction(transactionID: id, productID: productID, state: state, finish: finish)
     }
 
-    /// The app receipt; the transaction's own receipt only where there is no app receipt (iOS 6).
-    private static func proof(for transaction: SKPaymentTransaction) -> Proof {
-        if let receipt = appReceipt() { return .appReceipt(receipt) }
-        #if os(iOS) && !targetEnvironment(macCatalyst)
-        if let legacy = transaction.transactionReceipt { return .transactionReceipt(legacy) }
-        #endif
-        return .appReceipt(Data())
-    }
-
+    /// The app receipt; without one (a fresh install before its first refresh) an empty one,
+    /// which the server answers `receipt_empty`, and the queue refreshes it.
     private static func appReceipt() -> Data? {
         Bundle.main.appStoreReceiptURL.flatMap { try? Data(contentsOf: $0) }
     }
 }
 
 /// Carries a transaction and its queue into the finish closure; StoreKit's queue is thread-safe.
+@available(iOS, deprecated: 18.0)
+@available(macOS, deprecated: 15.0)
+@available(tvOS, deprecated: 18.0)
+@available(watchOS, deprecated: 11.0)
+@available(visionOS, deprecated: 2.0)
 private final class TransactionHandle: @unchecked Sendable {
     let queue: SKPaymentQueue
     let transaction: SKPaymentTransaction
@@ -84,6 +91,11 @@ private final class TransactionHandle: @unchecked Sendable {
 }
 
 /// One `SKReceiptRefreshRequest`, awaited.
+@available(iOS, deprecated: 18.0)
+@available(macOS, deprecated: 15.0)
+@available(tvOS, deprecated: 18.0)
+@available(watchOS, deprecated: 11.0)
+@available(visionOS, deprecated: 2.0)
 private final class ReceiptRefresh: NSObject, SKRequestDelegate, @unchecked Sendable {
     private var continuation: CheckedContinuation<Void, Never>?
     private var request: SKReceiptRefreshRequest?

@@ -2,8 +2,13 @@
 import Foundation
 import StoreKit
 
-/// StoreKit 2's transactions as a `TransactionSource`: `Transaction.unfinished`, then
-/// `Transaction.updates`. Start `TransactionQueue.run(StoreKit2Source())` in a task at launch.
+/// StoreKit 2's transactions as a `TransactionSource`: `Transaction.updates`, listened to from the
+/// moment `transactions()` is called (start `TransactionQueue.run(StoreKit2Source())` in a task at
+/// launch, as Apple asks), and `Transaction.unfinished` beside it. `updates` also replays
+/// unfinished transactions, so one may arrive twice: `TransactionQueue` drops the second.
+///
+/// A purchase made in the app comes back from `Product.purchase()`, not through `updates`: hand
+/// it to the queue with `transaction(from:)`.
 ///
 /// Translation only: a verified transaction becomes a purchase proved by its
 /// `jwsRepresentation`, an unverified one is passed on as such; `TransactionQueue` decides.
@@ -14,17 +19,38 @@ public struct StoreKit2Source: TransactionSource {
 
     public func transactions() -> AsyncStream<StoreTransaction> {
         AsyncStream { continuation in
-            let task = Task {
-                for await result in Transaction.unfinished { continuation.yield(Self.translate(result)) }
+            let updates = Task {
                 for await result in Transaction.updates { continuation.yield(Self.translate(result)) }
                 continuation.finish()
             }
-            continuation.onTermination = { _ in task.cancel() }
+            let unfinished = Task {
+                for await result in Transaction.unfinished { continuation.yield(Self.translate(result)) }
+            }
+            continuation.onTermination = { _ in
+                updates.cancel()
+                unfinished.cancel()
+            }
         }
     }
 
     /// A signed transaction is not refreshed: StoreKit 2 proofs are never stale.
     public func refreshedReceipt() async -> Data? { nil }
+
+    /// The transaction of a purchase the app made, for `TransactionQueue.handle(_:source:)`;
+    /// nil when the purchase was cancelled or is pending (Ask to Buy: it comes through `updates`).
+    ///
+    /// ```swift
+    /// if let transaction = StoreKit2Source.transaction(from: try await product.purchase()) {
+    ///     await queue.handle(transaction, source: source)
+    /// }
+    /// ```
+    public static func transaction(from result: Product.PurchaseResult) -> StoreTransaction? {
+        switch result {
+        case .success(let verification): translate(verification)
+        case .userCancelled, .pending: nil
+        @unknown default: nil
+        }
+    }
 
     static func translate(_ result: VerificationResult<Transaction>) -> StoreTransaction {
         switch result {

@@ -8,6 +8,10 @@ import Foundation
 ///   says so (delivered, revoked); kept unfinished and retried after `Retry-After` or the
 ///   backoff; after a stale receipt, delivered once more with a refreshed one.
 /// - unverified → reported, left unfinished; a product not in the catalogue → left to the app.
+/// - the same purchase again while it is handled, or after it was finished (StoreKit 2's
+///   `updates` replays what `unfinished` lists; the app hands in its purchase result while
+///   `updates` brings the same transaction) → dropped: each is delivered, finished and
+///   reported once.
 public final class TransactionQueue: Sendable {
     /// What happened to a transaction, for the app's interface and log.
     public enum Report: Sendable, Equatable {
@@ -27,6 +31,7 @@ public final class TransactionQueue: Sendable {
     private let productIDs: Set<String>?
     private let sleep: @Sendable (Duration) async throws -> Void
     private let continuation: AsyncStream<Report>.Continuation
+    private let seen = Seen()
     /// Every report, in order.
     public let reports: AsyncStream<Report>
 
@@ -58,7 +63,9 @@ public final class TransactionQueue: Sendable {
         }
     }
 
-    /// The decision for one transaction.
+    /// The decision for one transaction: what `run` does with each, and what the app calls with
+    /// the transaction of a purchase it made (`StoreKit2Source.transaction(from:)` of
+    /// `Product.purchase()`'s result). A transaction handled already is dropped.
     public func handle(_ transaction: StoreTransaction, source: some TransactionSource) async {
         let id = transaction.transactionID
         switch transaction.state {
@@ -74,11 +81,16 @@ public final class TransactionQueue: Sendable {
                 continuation.yield(.notInCatalogue(transactionID: id, productID: purchase.productID))
                 return
             }
-            await deliver(purchase, transaction, source: source)
+            // Only a purchase is dropped when it comes again: its ID is the App Store's; a
+            // state update (purchasing, then purchased) is never taken for a replay.
+            guard seen.begin(id) else { return }
+            let finished = await deliver(purchase, transaction, source: source)
+            seen.end(id, finished: finished)
         }
     }
 
-    private func deliver(_ purchase: Purchase, _ transaction: StoreTransaction, source: some TransactionSource) async {
+    /// Whether the transaction was finished.
+    private func deliver(_ purchase: Purchase, _ transaction: StoreTransaction, source: some TransactionSource) async -> Bool {
         var purchase = purchase
         var refreshed = false
         while !Task.isCancelled {
@@ -87,23 +99,44 @@ public final class TransactionQueue: Sendable {
             case .finish:
                 await transaction.finish()
                 continuation.yield(.finished(transactionID: purchase.transactionID, outcome: outcome.code))
-                return
+                return true
             case .keepUnfinishedAndRetry:
-                guard case .retryLater(let after, let reason) = outcome else { return }
+                guard case .retryLater(let after, let reason) = outcome else { return false }
                 continuation.yield(.retrying(transactionID: purchase.transactionID, after: after, reason: reason.code))
-                do { try await sleep(after) } catch { return }
+                do { try await sleep(after) } catch { return false }
             case .refreshReceiptAndRetryOnce:
                 guard !refreshed, let receipt = await source.refreshedReceipt(), case .refreshReceipt(let reason) = outcome else {
                     if case .refreshReceipt(let reason) = outcome { continuation.yield(.needsDecision(transactionID: purchase.transactionID, reason: reason)) }
-                    return
+                    return false
                 }
                 _ = reason
                 refreshed = true
                 purchase.proof = .appReceipt(receipt)
             case .appDecides:
                 if case .refused(let reason) = outcome { continuation.yield(.needsDecision(transactionID: purchase.transactionID, reason: reason)) }
-                return
+                return false
             }
+        }
+        return false
+    }
+}
+
+/// The transactions being handled, and those finished in this process: a replay of either is
+/// dropped. An unfinished one that was let go (the app decides) may come again.
+private final class Seen: @unchecked Sendable {
+    private let lock = NSLock()
+    private var handling: Set<String> = []
+    private var finished: Set<String> = []
+
+    /// False when `id` is being handled or was finished.
+    func begin(_ id: String) -> Bool {
+        lock.withLock { finished.contains(id) ? false : handling.insert(id).inserted }
+    }
+
+    func end(_ id: String, finished wasFinished: Bool) {
+        lock.withLock {
+            handling.remove(id)
+            if wasFinished { finished.insert(id) }
         }
     }
 }
