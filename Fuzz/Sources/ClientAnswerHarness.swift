@@ -45,6 +45,7 @@ enum ClientAnswerHarness {
         if let granted = try? rules.grant(response) {
             if let location = granted.location, origin.url(location) == nil { fatalError("grant kept the location \(location)") }
             if let token = granted.token, !BodyRules.isPlainText(token, allowingSpaces: false) { fatalError("grant kept the token \(token)") }
+            if let id = granted.transactionID, !NetworkName.isTransactionID(id) { fatalError("grant kept the transaction \(id)") }
         }
 
         let refusal = ServerAnswer.error(in: body)

@@ -5,6 +5,10 @@ public struct ClaimRequest: Sendable, Equatable {
     public var productID: String
     /// The transaction the request names; nil lets the proof say which.
     public var transactionID: String?
+    /// The purchase's first transaction, as the app knows it: with a receipt that does not list
+    /// `transactionID` (Apple: a restored transaction's ID "may not be the same" as the
+    /// receipt's), the product's purchase in that chain is the one meant.
+    public var originalTransactionID: String?
     public var proof: ClaimProof
     /// The app account the request names (StoreKit 2's `appAccountToken`).
     public var appAccountToken: String?
@@ -14,10 +18,12 @@ public struct ClaimRequest: Sendable, Equatable {
     public var customerConsented: Bool?
 
     public init(
-        productID: String, transactionID: String?, proof: ClaimProof, appAccountToken: String?, client: String, customerConsented: Bool? = nil
+        productID: String, transactionID: String?, originalTransactionID: String? = nil, proof: ClaimProof, appAccountToken: String?, client: String,
+        customerConsented: Bool? = nil
     ) {
         self.productID = productID
         self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
         self.proof = proof
         self.appAccountToken = appAccountToken?.lowercased()
         self.client = client

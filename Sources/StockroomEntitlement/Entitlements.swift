@@ -67,7 +67,12 @@ public struct Entitlements: Sendable {
         let candidates = Self.candidates(request, proof)
         if let served = try await recentlyVerified(candidates, digest: proof.digest, request) { return served }
         if let gate, let wait = gate.admit(request.client) { return .limited(retryAfter: wait) }
-        let verdict = await receipts.verify(proof, productID: request.productID, transactionID: request.transactionID, freshness: .cachedAllowed)
+        var verdict = await receipts.verify(proof, productID: request.productID, transactionID: request.transactionID, freshness: .cachedAllowed)
+        if case .invalid(.transactionNotInReceipt) = verdict, let original = request.originalTransactionID {
+            // The same answer of Apple's (cached), read for the product instead of the ID.
+            let byProduct = await receipts.verify(proof, productID: request.productID, transactionID: nil, freshness: .cachedAllowed)
+            verdict = Self.inChain(byProduct, original: original) ?? verdict
+        }
         StockroomMetrics.verification(proof: "receipt", outcome: verdict.metricsOutcome, environment: verdict.environment ?? proof.claimedEnvironment)
         switch verdict {
         case .valid(let receipt):
@@ -91,6 +96,20 @@ public struct Entitlements: Sendable {
                         transactionID: id, digest: proof.digest, kind: .receipt, proof: proof.text, requestedProductID: request.productID,
                         appAccountToken: request.appAccountToken, error: reason, client: request.client)
                 }, request, retryAfter: retryAfter)
+        }
+    }
+
+    /// The verdict on the product's purchase when it belongs to the chain that began with
+    /// `original`; nil otherwise (the request's own verdict stands). Apple documents that a
+    /// receipt's `transaction_id` has the format of `SKPaymentTransaction`'s but "the values may
+    /// not be the same": a restore's transaction can be missing under the app's ID, never under
+    /// its original transaction and product. Only the receipt's own purchases are chosen from,
+    /// so nothing is granted that naming no transaction would not grant.
+    static func inChain(_ verdict: ReceiptVerdict, original: String) -> ReceiptVerdict? {
+        switch verdict {
+        case .valid(let receipt): receipt.transaction?.originalTransactionID == original ? verdict : nil
+        case .invalid(.revoked(let transaction)), .invalid(.expired(let transaction)): transaction.originalTransactionID == original ? verdict : nil
+        case .invalid, .unavailable: nil
         }
     }
 

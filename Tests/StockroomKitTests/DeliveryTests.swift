@@ -79,4 +79,30 @@ import Testing
             }
         }
     }
+
+    /// A restore that the receipt lists under another transaction ID than StoreKit's: the client
+    /// sends the original transaction too, and acknowledges the transaction the server delivered.
+    @Test func aRestoreTheReceiptListsUnderAnotherIDIsDeliveredAndAcknowledgedAsTheServerNamesIt() async throws {
+        try await KitFixture.run { fixture in
+            let bought = try await fixture.control.purchase(KitFixture.book)
+            var restored = bought.withReceipt()
+            restored.transactionID = "2999000000000001"  // StoreKit's ID for the restore, not the receipt's
+            let events = EventLog()
+            let delivery = try fixture.delivery(events: events)
+            #expect(await delivery.deliver(restored).code == "delivered")
+            #expect(fixture.holds(KitFixture.book, KitFixture.bookBytes))
+            #expect(try await fixture.state(bought.transactionId) == .acknowledged)
+            let acks = events.all.compactMap { event -> String? in
+                if case .response(_, "POST", let path, _, let status) = event, path.hasSuffix("/ack") { return "\(path) \(status)" }
+                return nil
+            }
+            #expect(acks == ["/v1/downloads/\(bought.transactionId)/ack 200"])
+            #expect(await delivery.journalEntry("2999000000000001")?.serverTransactionID == bought.transactionId)
+
+            var unknown = bought.withReceipt()
+            unknown.transactionID = "2999000000000002"
+            unknown.originalTransactionID = "2999000000000003"
+            #expect(await delivery.deliver(unknown).code == "transaction_not_in_receipt", "another chain's original finds nothing")
+        }
+    }
 }

@@ -209,6 +209,36 @@ import Testing
         }
     }
 
+    /// Apple: a receipt's `transaction_id` "may not be the same" as `SKPaymentTransaction`'s. A
+    /// transaction the receipt lists under another ID is found by its original transaction and
+    /// product, and named in `X-Transaction-Id`; another chain's original finds nothing, and a
+    /// malformed one is a 400.
+    @Test(arguments: LedgerEngine.allCases) func aTransactionTheReceiptListsUnderAnotherIDIsFoundByItsOriginalAndProduct(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
+            let book = try await fixture.control.purchase(DownloadFixture.book)
+            let other = try await fixture.control.purchase(DownloadFixture.book)
+            func post(original: String) async throws -> TestResponse {
+                try await fixture.post(["productId": DownloadFixture.book, "transactionId": "2999", "originalTransactionId": original, "receiptData": book.receiptData])
+            }
+            let wrong = try await post(original: other.originalTransactionId)
+            #expect(wrong.status == .forbidden)
+            #expect(try DownloadFixture.code(wrong) == "transaction_not_in_receipt")
+            let malformed = try await post(original: "../1")
+            #expect(malformed.status == .badRequest)
+            #expect(try DownloadFixture.code(malformed) == "bad_request")
+            #expect(try await fixture.snapshot() == [], "refusals record nothing")
+
+            let response = try await post(original: book.originalTransactionId)
+            #expect(response.status == .ok)
+            #expect(Array(buffer: response.body) == ServerFixture.book)
+            #expect(response.headers[.init("X-Transaction-Id")!] == book.transactionId)
+            #expect(response.headers[.location] == "/v1/downloads/\(book.transactionId)/content")
+            #expect(try await fixture.ledger.fulfilment("2999") == nil)
+            #expect(try await fixture.ledger.fulfilment(book.transactionId)?.productID == DownloadFixture.book)
+            #expect(try await fixture.control.calls().total == 1, "the second reading of the receipt is the cached answer")
+        }
+    }
+
     @Test(arguments: LedgerEngine.allCases) func aRevokedTransactionIsRefusedOnEveryRoute(_ engine: LedgerEngine) async throws {
         try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)

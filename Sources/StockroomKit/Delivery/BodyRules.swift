@@ -46,14 +46,30 @@ struct BodyRules: Sendable {
     /// The product's size in the app's catalogue, when known.
     let catalogueSize: Int64?
 
-    /// The grant's `X-Download-Token` and `Location`, each when present; a malformed one, or a
-    /// `Location` off the server's origin, is refused.
-    func grant(_ response: HTTPURLResponse) throws(AnswerRefusal) -> (token: String?, location: String?) {
+    /// What a grant names, each when present: `X-Download-Token`, `Location` and the
+    /// transaction delivered (`X-Transaction-Id`); a malformed one, or a `Location` off the
+    /// server's origin, is refused.
+    struct Grant {
+        var token: String?
+        var location: String?
+        var transactionID: String?
+
+        /// Writes what the grant names into `entry`, keeping what it does not name.
+        func adopt(into entry: inout JournalEntry) {
+            entry.token = token ?? entry.token
+            entry.location = location ?? entry.location
+            if let transactionID { entry.serverTransactionID = transactionID == entry.transactionID ? nil : transactionID }
+        }
+    }
+
+    func grant(_ response: HTTPURLResponse) throws(AnswerRefusal) -> Grant {
         let token = response.value(forHTTPHeaderField: "X-Download-Token")
         if let token, !Self.isPlainText(token, allowingSpaces: false) { throw .malformedHeader("X-Download-Token") }
         let location = response.value(forHTTPHeaderField: "Location")
         if let location, origin.url(location) == nil { throw .foreignLocation }
-        return (token, location)
+        let transactionID = response.value(forHTTPHeaderField: "X-Transaction-Id")
+        if let transactionID, !NetworkName.isTransactionID(transactionID) { throw .invalidName }
+        return Grant(token: token, location: location, transactionID: transactionID)
     }
 
     /// Opens the partial file for a body, after writing to the journal what the head says (the
@@ -74,9 +90,7 @@ struct BodyRules: Sendable {
                 guard let digest = ResponseHeaders.sha256(response), Data(base64Encoded: digest)?.count == 32 else { throw AnswerRefusal.noDigest }
                 let etag = response.value(forHTTPHeaderField: "ETag")
                 if let etag, !Self.isPlainText(etag, allowingSpaces: true) { throw AnswerRefusal.malformedHeader("ETag") }
-                let (token, location) = try grant(response)
-                entry.token = token ?? entry.token
-                entry.location = location ?? entry.location
+                try grant(response).adopt(into: &entry)
                 entry.etag = etag
                 entry.digest = digest
                 entry.expectedSize = total

@@ -23,7 +23,7 @@ extension Delivery {
                 default: continue
                 }
             }
-            let path = "/v1/downloads/\(entry.transactionID)/ack"
+            let path = "/v1/downloads/\(entry.serverTransactionID ?? entry.transactionID)/ack"
             var request = URLRequest(url: endpoint(path))
             request.httpMethod = "POST"
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
@@ -79,15 +79,14 @@ extension Delivery {
             guard let response = result.response else { return .interrupted(progressed: false) }
             guard response.statusCode == 200 else { return .settled(answer(result, entry)) }
             let rules = BodyRules(journal: journal, progress: progressBroadcast, origin: origin, catalogueSize: nil)
-            let granted: (token: String?, location: String?)
+            let granted: BodyRules.Grant
             do {
                 granted = try rules.grant(response)
             } catch {
                 return .settled(refused(error, entry))
             }
-            guard let token = granted.token else { return .settled(refused(.malformedHeader("X-Download-Token"), entry)) }
-            entry.token = token
-            entry.location = granted.location ?? entry.location
+            guard granted.token != nil else { return .settled(refused(.malformedHeader("X-Download-Token"), entry)) }
+            granted.adopt(into: &entry)
             do { try save(entry) } catch { return .settled(storageFailure(error)) }
             return .again
         }

@@ -87,7 +87,7 @@ extension Delivery {
                     && old.digest != nil && old.digest == ResponseHeaders.sha256(response)
                 if sameRepresentation {
                     do {
-                        (box.entry.token, box.entry.location) = try body.grant(response)
+                        try body.grant(response).adopt(into: &box.entry)
                     } catch {
                         return .fail(error)
                     }
@@ -178,6 +178,8 @@ final class EntryBox: @unchecked Sendable {
 struct DownloadBody: Encodable {
     var productId: String
     var transactionId: String
+    /// Lets the server find a restore that the receipt lists under another transaction ID.
+    var originalTransactionId: String?
     var receiptData: String?
     var signedTransaction: String?
     var appAccountToken: String?
@@ -186,6 +188,7 @@ struct DownloadBody: Encodable {
     init(entry: JournalEntry, proof: Proof) {
         productId = entry.productID
         transactionId = entry.transactionID
+        originalTransactionId = entry.originalTransactionID.flatMap { NetworkName.isTransactionID($0) && $0 != entry.transactionID ? $0 : nil }
         receiptData = proof.requestFields["receiptData"]
         signedTransaction = proof.requestFields["signedTransaction"]
         appAccountToken = entry.appAccountToken?.uuidString.lowercased()

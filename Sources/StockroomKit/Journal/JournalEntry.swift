@@ -43,6 +43,9 @@ public struct JournalEntry: Sendable, Codable, Equatable {
     public var consent: Bool?
     /// Where the checked file goes.
     public var destination: String
+    /// The transaction the server delivers, when it names another than `transactionID`
+    /// (`X-Transaction-Id`): a restore that the receipt lists under its original transaction.
+    public var serverTransactionID: String?
     /// The download token (`X-Download-Token`) and resumable URL path (`Location`), once granted.
     public var token: String?
     public var location: String?

@@ -34,7 +34,7 @@ struct DownloadController<Context: ClientAddressContext> {
         guard let product = catalog.catalog.product(id: input.productID) else { throw DownloadError.unknownProduct(input.productID) }
         let claim = try await entitlements.claim(
             ClaimRequest(
-                productID: product.productId, transactionID: input.transactionID, proof: input.proof,
+                productID: product.productId, transactionID: input.transactionID, originalTransactionID: input.originalTransactionID, proof: input.proof,
                 appAccountToken: input.appAccountToken, client: context.clientAddress(of: request), customerConsented: input.consent))
         switch claim {
         case .entitled(let row, let token):

@@ -6,6 +6,9 @@ import StockroomEntitlement
 struct DownloadRequest: Sendable {
     var productID: String
     var transactionID: String?
+    /// The purchase's first transaction, which a receipt lists even where its own transaction ID
+    /// for a restore differs from StoreKit's (`originalTransactionId`).
+    var originalTransactionID: String?
     var proof: ClaimProof
     /// The app's account for this purchase (StoreKit 2's `appAccountToken`), when it sends one.
     var appAccountToken: String?
@@ -16,6 +19,7 @@ struct DownloadRequest: Sendable {
     private struct Body: Decodable {
         var productId: String?
         var transactionId: String?
+        var originalTransactionId: String?
         var receiptData: String?
         var signedTransaction: String?
         var appAccountToken: String?
@@ -40,6 +44,9 @@ struct DownloadRequest: Sendable {
         if let transactionID = body.transactionId, !TransactionID.isValid(transactionID) {
             throw .badRequest("transactionId must be 1–64 letters, digits, \".\", \"-\" or \"_\".")
         }
+        if let original = body.originalTransactionId, !TransactionID.isValid(original) {
+            throw .badRequest("originalTransactionId must be 1–64 letters, digits, \".\", \"-\" or \"_\".")
+        }
         if let token = body.appAccountToken, UUID(uuidString: token) == nil { throw .badRequest("appAccountToken must be a UUID.") }
         switch (body.receiptData, body.signedTransaction) {
         case (nil, nil): throw .badRequest("Send exactly one of receiptData and signedTransaction.")
@@ -48,13 +55,17 @@ struct DownloadRequest: Sendable {
             guard jws.split(separator: ".", omittingEmptySubsequences: false).count == 3, jws.utf8.count <= 64 * 1024 else {
                 throw .badRequest("signedTransaction is not a compact JWS.")
             }
-            return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .signedTransaction(jws), appAccountToken: body.appAccountToken, consent: body.consent)
+            return DownloadRequest(
+                productID: productID, transactionID: body.transactionId, originalTransactionID: body.originalTransactionId, proof: .signedTransaction(jws),
+                appAccountToken: body.appAccountToken, consent: body.consent)
         case (.some(let receipt), nil):
             // Only the alphabet here: the entitlement component decodes it once, as a receipt.
             guard Self.isBase64Text(receipt) else {
                 throw .badRequest("receiptData is not base64.")
             }
-            return DownloadRequest(productID: productID, transactionID: body.transactionId, proof: .receipt(receipt), appAccountToken: body.appAccountToken, consent: body.consent)
+            return DownloadRequest(
+                productID: productID, transactionID: body.transactionId, originalTransactionID: body.originalTransactionId, proof: .receipt(receipt),
+                appAccountToken: body.appAccountToken, consent: body.consent)
         }
     }
 
