@@ -403,9 +403,10 @@ class Case:
             args.append("--json")
         return self.run(args + list(extra), label=options.pop("label", command), **options)
 
-    def run(self, args, label, timeout=20, env=None, umask=-1, watch=None, delivers=True):
+    def run(self, args, label, timeout=20, env=None, umask=-1, watch=None, delivers=True, wrapper=()):
         """Runs the binary with a clean environment; a hang is killed with its process group.
-        `delivers`: the run may report something safe to finish (not `client catalog`)."""
+        `delivers`: the run may report something safe to finish (not `client catalog`).
+        `wrapper`: a command the binary runs under (a private mount namespace, say)."""
         environment = {k: v for k, v in os.environ.items()
                        if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "ssl_cert_file", "ssl_cert_dir",
                                             "nix_ssl_cert_file", "curl_ca_bundle", "stockroom_server")}
@@ -420,7 +421,7 @@ class Case:
                     peak[0] = max(peak[0], folder_bytes(watch, skip=self.victims))
             threading.Thread(target=poll, daemon=True).start()
         started = time.monotonic()
-        process = subprocess.Popen([self.suite.binary] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        process = subprocess.Popen(list(wrapper) + [self.suite.binary] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    env=environment, start_new_session=True, umask=umask, cwd=self.folder)
         with LIVE_LOCK:
             LIVE.add(process.pid)
@@ -955,6 +956,35 @@ scenario("14d TLS, --cacert and the server's --pin")(over_tls(["--cacert", "{ca}
 scenario("14e TLS, --cacert and pins joined by ; (the right one second)")(over_tls(["--cacert", "{ca}", "--pin", "{wrong};{pin}"], True))
 scenario("14f TLS, --cacert and --pin repeated (the right one second)")(over_tls(["--cacert", "{ca}", "--pin", "{wrong}", "--pin", "{pin}"], True))
 scenario("14g TLS, --cacert and another key's --pin")(over_tls(["--cacert", "{ca}", "--pin", "{wrong}"], False))
+
+
+@scenario("14i TLS, --cacert replaces the system's CA folder (the server's CA is there)")
+def _(case):
+    # libcurl also reads its built-in CA folder (Debian's /etc/ssl/certs) unless told not to, so
+    # `--cacert` alone kept every system CA: here the server's CA is the one in that folder, seen
+    # through a private mount namespace, and the client trusts only another CA.
+    certificates = Certificates.get(case.suite)
+    system = os.path.join(case.folder, "system-certs")
+    os.makedirs(system)
+    shutil.copy(certificates.ca, os.path.join(system, "suite-ca.pem"))
+    shutil.copy(certificates.ca, os.path.join(system, "ca-certificates.crt"))  # Debian's bundle, which libcurl reads by default
+    openssl("rehash", system)
+    app_ca = os.path.join(case.folder, "app-ca.pem")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", os.path.join(case.folder, "app-ca.key"),
+            "-out", app_ca, "-days", "2", "-subj", "/CN=The app's own CA")
+    # Root may mount in a mount namespace of its own; anyone else in a user namespace's.
+    namespace = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-rm"]
+    wrapper = namespace + ["sh", "-c", 'mount --bind "$0" /etc/ssl/certs && exec "$@"', system]
+    probe = subprocess.run(wrapper + ["sh", "-c", "test -e /etc/ssl/certs/suite-ca.pem"], capture_output=True, timeout=20)
+    case.check("the system's CA folder can be stood in for (unshare, mount)", probe.returncode == 0, probe.stderr.decode(errors="replace")[-300:])
+    script = case.serve(Honest, tls=certificates.context)
+    trusted = case.run(["client", "catalog", "--server", case.primary.url], label="catalog with the system's CAs", wrapper=wrapper, delivers=False)
+    case.check("the server's CA passes as a system CA (else nothing was tested)", trusted.code == 0, trusted.summary())
+    script.requests.clear()
+    run = case.client("deliver", "--cacert", app_ca, wrapper=wrapper)
+    case.expect_exit(run, 2, "is not delivered: exits 2")
+    case.check("deliver: no request went over a connection it does not trust", not script.requests,
+               "the server saw %s" % ", ".join(map(str, script.requests)))
 
 
 @scenario("14h TLS, POST /v1/downloads redirected to http:// on the second listener")

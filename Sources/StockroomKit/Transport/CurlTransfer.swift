@@ -20,6 +20,9 @@ final class CurlTransfer: @unchecked Sendable {
     private var status = 0
     private var headerFields: [(String, String)] = []
     private var headComplete = false
+    /// A status line is read only where a head begins: libcurl passes `HTTP/1.1 200 OK:` inside
+    /// a head (or a trailer) on as a header line, since it has a colon.
+    private var awaitingStatusLine = true
     private var response: HTTPURLResponse?
     private var disposition: BodyDisposition?
     private var body = Data()
@@ -80,7 +83,9 @@ final class CurlTransfer: @unchecked Sendable {
         easy.set(.followLocation, 0)  // a redirect is the answer, never followed
         easy.set(.protocols, 3)  // CURLPROTO_HTTP | CURLPROTO_HTTPS
         if let authorities = settings.trust.certificateAuthorities {
-            guard easy.set(.caInfo, authorities.path) else { return false }
+            // Instead of the system's: the built-in folder (Debian's /etc/ssl/certs) goes too,
+            // else any CA in it still passes (curl --cacert alone keeps it as well).
+            guard easy.set(.caInfo, authorities.path), easy.set(.caPath, pointer: nil) else { return false }
         }
         if let pins = settings.trust.curlPins {
             guard easy.set(.pinnedPublicKey, pins) else { return false }  // fails closed where libcurl cannot pin
@@ -125,17 +130,24 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func header(_ line: String) {
+        // Once the final head is complete, what libcurl passes on are trailers: never part of it.
+        guard !headComplete else { return }
         let now = ProcessInfo.processInfo.systemUptime
-        if line.hasPrefix("HTTP/") {
+        if awaitingStatusLine {
+            guard line.hasPrefix("HTTP/") else { return }
+            awaitingStatusLine = false
             pace.headBegan(now: now)
-            // A new response: an interim 1xx, or the next one after a redirect.
+            // A new response: the first, or the next after an interim 1xx (no redirect is followed).
             let parts = line.split(separator: " ", maxSplits: 2)
             status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
             headerFields = []
-            headComplete = false
         } else if line.isEmpty {
-            headComplete = status >= 200
-            if headComplete { pace.headEnded(received: 0, now: now) }
+            if status >= 200 {
+                headComplete = true
+                pace.headEnded(received: 0, now: now)
+            } else {
+                awaitingStatusLine = true  // an interim 1xx's head ended
+            }
         } else if let colon = line.firstIndex(of: ":") {
             let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
             let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)

@@ -113,6 +113,7 @@ struct LibCurl: @unchecked Sendable {
         case followLocation = 52
         case progressData = 10057
         case caInfo = 10065
+        case caPath = 10097
         case headerFunction = 20079
         case httpGet = 80
         case bufferSize = 98
