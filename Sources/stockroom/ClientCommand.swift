@@ -37,7 +37,7 @@ struct ClientCommand: AsyncParsableCommand {
                 if json {
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-                    print(String(decoding: try encoder.encode(catalog), as: UTF8.self))
+                    print(ClientOptions.printableJSON(String(decoding: try encoder.encode(catalog), as: UTF8.self)))
                 } else {
                     for product in catalog.products { print(ClientOptions.printable(product.productID)) }
                 }
@@ -99,7 +99,7 @@ struct ClientCommand: AsyncParsableCommand {
 
         func run() async throws {
             let purchase = try makePurchase()
-            let delivery = try Delivery(configuration: connection.delivery(into: into, journal: journal))
+            let delivery = try await connection.delivery(into: into, journal: journal, catalogued: true)
             let progress = ClientOptions.showProgress(delivery, purchase.transactionID)
             let outcome = await delivery.deliver(purchase)
             progress.cancel()
@@ -150,7 +150,7 @@ struct ClientCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let delivery = try Delivery(configuration: connection.delivery(into: into, journal: journal))
+            let delivery = try await connection.delivery(into: into, journal: journal)
             switch await delivery.restore(signedTransaction: try ClientOptions.text(signedTransaction)) {
             case .failure(.transport(let message)):
                 ClientOptions.note("the server could not be reached: \(message)")

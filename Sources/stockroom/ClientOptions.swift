@@ -46,8 +46,26 @@ struct ClientConnection: ParsableArguments {
         return trust
     }
 
-    /// A delivery into `into` with its journal in `journal`, reporting entries set aside.
-    func delivery(into: String, journal: String) throws -> Delivery.Configuration {
+    /// A delivery into `into` with its journal in `journal`; with `catalogued`, bounded by the
+    /// server's catalogue (only its products, none longer than its size) when it can be read.
+    func delivery(into: String, journal: String, catalogued: Bool = false) async throws -> Delivery {
+        var configuration = try configuration(into: into, journal: journal)
+        if catalogued {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stockroom-catalog-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: folder) }
+            configuration.catalog = try? await CatalogClient(server: url(), cacheFolder: folder, timeout: timeout, trust: trust()).catalog().catalog
+        }
+        do {
+            return try Delivery(configuration: configuration)
+        } catch Delivery.ConfigurationError.journalAmongFiles {
+            throw ValidationError("--journal must be another folder than --into: a file could take a journal entry's name.")
+        } catch let failure as Journal.Failure {
+            throw ValidationError("\(failure)")
+        }
+    }
+
+    /// A delivery's configuration into `into` with its journal in `journal`, reporting entries set aside.
+    func configuration(into: String, journal: String) throws -> Delivery.Configuration {
         var configuration = Delivery.Configuration(server: try url(), journalFolder: URL(fileURLWithPath: journal), folder: URL(fileURLWithPath: into))
         configuration.trust = try trust()
         configuration.requestTimeout = timeout
@@ -135,13 +153,25 @@ enum ClientOptions {
     /// `text` with every control character (C0, DEL, C1) and the bidirectional overrides shown as
     /// `\u{…}`: text from the network never moves the cursor, recolours or rewrites a terminal.
     static func printable(_ text: String) -> String {
+        escaping(text, c0: true) { "\\u{" + String($0, radix: 16) + "}" }
+    }
+
+    /// JSON text with DEL, C1 and the bidirectional overrides as `\uXXXX` escapes (JSONEncoder
+    /// escapes C0 only); they can stand only inside strings, where the escape means the same.
+    static func printableJSON(_ json: String) -> String {
+        escaping(json, c0: false) { value in
+            let hex = String(value, radix: 16)
+            return "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+        }
+    }
+
+    private static func escaping(_ text: String, c0: Bool, as escape: (UInt32) -> String) -> String {
         var result = ""
         for scalar in text.unicodeScalars {
             switch scalar.value {
-            case 0..<0x20, 0x7F..<0xA0, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
-                result += "\\u{" + String(scalar.value, radix: 16) + "}"
-            default:
-                result.unicodeScalars.append(scalar)
+            case 0..<0x20 where c0: result += escape(scalar.value)
+            case 0x7F..<0xA0, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: result += escape(scalar.value)
+            default: result.unicodeScalars.append(scalar)
             }
         }
         return result
@@ -180,7 +210,7 @@ enum ClientOptions {
             line += ": \(outcome.transactionAction.rawValue.replacingOccurrences(of: "_", with: " ")): \(reason.message)"
         }
         if json {
-            Swift.print(OperatorJSON.string(fields))
+            Swift.print(printableJSON(OperatorJSON.string(fields)))
         } else {
             Swift.print(printable(line))
         }

@@ -94,7 +94,7 @@ import Testing
         let scene = try Scene()
         let names: [(product: String, transaction: String, location: String)] = [
             ("../../../victim_file", "1000000000000002", "/c/2"), ("..", "1000000000000003", "/c/3"), ("", "1000000000000004", "/c/4"),
-            ("../sibling/victim_file", "1000000000000005", "/c/5"), (Self.product, "../../1000000000000006", "/c/6"), (Self.product, "1000000000000007/..", "/c/7"),
+            ("../sibling/victim_file", "1000000000000005", "/c/5"), (Self.product, "../../1000000000000006", "/c/6"), ("com.example.other", "1000000000000007/..", "/c/7"),
         ]
         let server = try ScriptedHTTPServer { request in
             if request.line.hasPrefix("POST /v1/restores") { return Self.restoreAnswer(names) }

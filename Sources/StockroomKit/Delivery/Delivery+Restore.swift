@@ -21,6 +21,9 @@ extension Delivery {
         await withTaskGroup(of: RestoredPurchase.self) { group in
             for purchase in purchases {
                 group.addTask {
+                    if let refusal = await self.refusal(productID: purchase.productID, transactionID: purchase.transactionID) {
+                        return RestoredPurchase(productID: purchase.productID, transactionID: purchase.transactionID, outcome: refusal, downloaded: false)
+                    }
                     let attempt = await self.delivering(purchase.transactionID) { delivery in await delivery.start(purchase) }
                     return RestoredPurchase(productID: purchase.productID, transactionID: purchase.transactionID, outcome: attempt.outcome, downloaded: attempt.downloaded)
                 }
@@ -48,7 +51,7 @@ extension Delivery {
         var catalog = configuration.catalog
         if catalog == nil { catalog = await serverCatalogue() }
         return .success(await withTaskGroup(of: RestoredPurchase.self) { group in
-            for product in restored {
+            for product in Self.onePerProduct(restored) {
                 let listed = catalog?.products.first { $0.productID == product.productId }
                 if catalog != nil, listed == nil {
                     group.addTask {
@@ -65,6 +68,20 @@ extension Delivery {
             for await purchase in group { all.append(purchase) }
             return all.sorted { $0.productID < $1.productID }
         })
+    }
+
+    /// The most products one restore acts on without the app's catalogue to bound them.
+    static let maximumRestoredProducts = 1_000
+
+    /// The restore's products as the server promises them, one entry per product: a product
+    /// listed again, a transaction listed for a second product, and anything past
+    /// `maximumRestoredProducts` are dropped, so a restore never acts on more than that.
+    static func onePerProduct(_ products: [RestoresAnswer.Product]) -> [RestoresAnswer.Product] {
+        var products = products
+        var seenProducts = Set<String>()
+        var seenTransactions = Set<String>()
+        products.removeAll { product in !seenProducts.insert(product.productId).inserted || !seenTransactions.insert(product.transactionId).inserted }
+        return Array(products.prefix(maximumRestoredProducts))
     }
 
     private func restoreOne(_ product: RestoresAnswer.Product, signedTransaction: String, sha256: String?) async -> RestoredPurchase {
@@ -87,7 +104,13 @@ extension Delivery {
             } catch {
                 return Attempt(outcome: delivery.storageFailure(error), downloaded: false)
             }
-            entry.productID = product.productId
+            if entry.productID != product.productId {
+                // Another product under this transaction ID: nothing on record is about it.
+                entry = JournalEntry(
+                    transactionID: product.transactionId, originalTransactionID: nil, productID: product.productId,
+                    renewal: .restore(signedTransaction: signedTransaction), appAccountToken: nil, consent: nil,
+                    destination: delivery.destination(product.productId, product.transactionId))
+            }
             entry.destination = delivery.destination(product.productId, product.transactionId)
             let onDisk = delivery.adoptIntactFile(&entry, sha256: sha256)
             entry.token = product.token

@@ -58,6 +58,8 @@ public actor Delivery {
     public enum ConfigurationError: Error, Sendable, Equatable {
         /// The server's URL is not an `http` or `https` URL with a host.
         case serverNotHTTP(URL)
+        /// The journal and the files share a folder: a product's file could take an entry's name.
+        case journalAmongFiles(URL)
     }
 
     let configuration: Configuration
@@ -77,6 +79,15 @@ public actor Delivery {
 
     public init(configuration: Configuration) throws {
         guard let origin = ServerOrigin(configuration.server) else { throw ConfigurationError.serverNotHTTP(configuration.server) }
+        let files = configuration.destination("com.example.probe", "1").deletingLastPathComponent()
+        guard files.standardizedFileURL.resolvingSymlinksInPath() != configuration.journalFolder.standardizedFileURL.resolvingSymlinksInPath() else {
+            throw ConfigurationError.journalAmongFiles(configuration.journalFolder)
+        }
+        var configuration = configuration
+        // The app's own numbers, kept where no conversion traps.
+        if !configuration.requestTimeout.isFinite || configuration.requestTimeout <= 0 { configuration.requestTimeout = 60 }
+        configuration.requestTimeout = min(configuration.requestTimeout, 86_400)
+        configuration.minimumBytesPerSecond = min(max(configuration.minimumBytesPerSecond, 0), 1 << 40)
         self.configuration = configuration
         self.origin = origin
         var journal = try Journal(folder: configuration.journalFolder)
@@ -101,7 +112,8 @@ public actor Delivery {
     /// Asking again for a transaction being delivered waits for that delivery; asking again for
     /// one delivered answers from the journal without a request.
     public func deliver(_ purchase: Purchase) async -> DeliveryOutcome {
-        await delivering(purchase.transactionID) { delivery in
+        if let refusal = refusal(productID: purchase.productID, transactionID: purchase.transactionID) { return refusal }
+        return await delivering(purchase.transactionID) { delivery in
             await delivery.start(purchase)
         }.outcome
     }
@@ -127,7 +139,24 @@ public actor Delivery {
 
     func delivering(_ transactionID: String, _ body: @escaping @Sendable (isolated Delivery) async -> Attempt) async -> Attempt {
         if let running = inFlight[transactionID] { return await running.value }
-        let task = Task { await self.withPermit { await body(self) } }
+        let journal = self.journal
+        let task = Task {
+            await self.withPermit {
+                // One delivery of a transaction at a time, across processes too.
+                let lock: TransactionLock?
+                do {
+                    lock = try journal.lock(transactionID)
+                } catch {
+                    return Attempt(outcome: self.storageFailure(error), downloaded: false)
+                }
+                guard let lock else {
+                    return Attempt(outcome: .retryLater(after: .seconds(5), OutcomeReason(code: "busy", message: "Another process is delivering this purchase.")), downloaded: false)
+                }
+                let attempt = await body(self)
+                withExtendedLifetime(lock) {}
+                return attempt
+            }
+        }
         inFlight[transactionID] = task
         let outcome = await task.value
         inFlight[transactionID] = nil
@@ -159,7 +188,13 @@ public actor Delivery {
         } catch {
             return Attempt(outcome: storageFailure(error), downloaded: false)
         }
-        entry.productID = purchase.productID
+        if entry.productID != purchase.productID {
+            // Another product under this transaction ID: nothing on record is about it.
+            entry = JournalEntry(
+                transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID, productID: purchase.productID,
+                renewal: .download(purchase.proof), appAccountToken: purchase.appAccountToken, consent: purchase.consent,
+                destination: destination(purchase.productID, purchase.transactionID))
+        }
         entry.destination = destination(purchase.productID, purchase.transactionID)
         let onDisk = adoptIntactFile(&entry, sha256: catalogueProduct(purchase.productID)?.sha256)
         // The app's proof is the freshest (a refreshed receipt replaces a stale one).

@@ -76,7 +76,20 @@ public struct Journal: Sendable {
         guard entry.transactionID == transactionID, NetworkName.isProductID(entry.productID) else {
             return setAside(transactionID, because: "its names do not match its file")
         }
-        return entry
+        return entry.bounded()
+    }
+
+    /// The transaction's lock, held while one delivery of it runs, by this process or another
+    /// (an app and its extension, two `stockroom client` runs): nil when another holds it. Two
+    /// deliveries of one transaction would write one partial file.
+    func lock(_ transactionID: String) throws -> TransactionLock? {
+        guard NetworkName.isTransactionID(transactionID) else { throw Failure.invalidTransactionID }
+        let descriptor = try LocalFile.openFile(folder.appendingPathComponent(".\(transactionID).lock").path, O_RDWR | O_CREAT, mode: 0o600)
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            close(descriptor)
+            return nil
+        }
+        return TransactionLock(descriptor: descriptor)
     }
 
     /// Replaces the entry atomically (a reader sees the old one or the new one, never half), and
@@ -128,4 +141,14 @@ public struct Journal: Sendable {
         onSetAside?(transactionID, reason)
         return nil
     }
+}
+
+/// A transaction's lock (`flock` on a file beside its entry): released when this ends, or when
+/// the process does.
+final class TransactionLock: Sendable {
+    private let descriptor: Int32
+
+    init(descriptor: Int32) { self.descriptor = descriptor }
+
+    deinit { close(descriptor) }
 }

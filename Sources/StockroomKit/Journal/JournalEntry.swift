@@ -72,6 +72,15 @@ public struct JournalEntry: Sendable, Codable, Equatable {
         return url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(transactionID).partial").path
     }
 
+    /// The entry with its counters within what the client ever writes: a journal from elsewhere
+    /// (an older version, a restored backup) never makes a `+ 1` trap.
+    func bounded() -> JournalEntry {
+        var entry = self
+        entry.failures = min(max(failures, 0), 1_000)
+        entry.digestFailures = min(max(digestFailures, 0), 1_000)
+        return entry
+    }
+
     /// Forgets the representation being downloaded, so the next request starts from the first byte.
     mutating func forgetRepresentation() {
         etag = nil

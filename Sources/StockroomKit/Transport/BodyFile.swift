@@ -72,11 +72,11 @@ final class BodyFile: @unchecked Sendable {
         try FileManager.default.createDirectory(at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
         let file: Int32
         do {
-            file = try LocalFile.openFile(path, O_RDWR | (keeping == 0 ? O_CREAT : 0), mode: 0o644)
+            file = try LocalFile.openFile(path, O_RDWR | (keeping == 0 ? O_CREAT : 0), mode: 0o600)
         } catch let error as POSIXError where error.code == .ELOOP && keeping == 0 {
             // A link planted where the partial file goes: the link goes, never what it points at.
             LocalFile.remove(path)
-            file = try LocalFile.openFile(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o644)
+            file = try LocalFile.openFile(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
         }
         var status = stat()
         guard fstat(file, &status) == 0 else {
