@@ -197,15 +197,8 @@ extension HostileReviewTests {
             [.send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(catalogue.utf8.count)\r\n\r\n\(catalogue)")]
         }
         defer { server.stop() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["client", "catalog", "--server", server.url.absoluteString, "--json"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        // Standard output alone: the progress notes go to standard error.
+        let printed = try await ChildProcess.run("/bin/sh", ["-c", #"exec "$0" "$@" 2>/dev/null"#, binary, "client", "catalog", "--server", server.url.absoluteString, "--json"]).output
         #expect(printed.contains("com.example.book"))
         let raw = printed.unicodeScalars.filter { (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) }
         #expect(raw.isEmpty, "printed as they came: \(raw.map { String($0.value, radix: 16) })")

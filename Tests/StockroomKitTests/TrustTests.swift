@@ -81,7 +81,7 @@ import Testing
     /// The pin of a certificate, read from its DER in Swift (what the Apple platforms' trust check
     /// uses), is OpenSSL's for the same key: an EC and an RSA key, a v3 and a v1 certificate.
     @Test(arguments: [("ec", "-addext basicConstraints=CA:TRUE"), ("rsa:2048", ""), ("ec", "-x509v1")])
-    func aCertificatesPinIsOpenSSLs(_ key: String, _ extra: String) throws {
+    func aCertificatesPinIsOpenSSLs(_ key: String, _ extra: String) async throws {
         let folder = try TemporaryFolder()
         let keyOption = key == "ec" ? "-newkey ec -pkeyopt ec_paramgen_curve:P-256" : "-newkey \(key)"
         let version = extra == "-x509v1" ? "" : extra
@@ -90,26 +90,15 @@ import Testing
             cd '\(folder.path)'
             openssl req -x509 \(keyOption) -nodes -keyout key.pem -out cert.pem -days 1 -subj /CN=test \(version) 2>/dev/null
             \(extra == "-x509v1" ? "openssl req -new -key key.pem -subj /CN=v1 -out csr.pem; openssl x509 -req -in csr.pem -signkey key.pem -days 1 -out cert.pem 2>/dev/null" : "true")
-            openssl x509 -in cert.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64
+            openssl x509 -in cert.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64 > pin.txt
             """
-        let pin = try Self.shell(script).trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try await ChildProcess.run("/bin/sh", ["-c", script])
+        try #require(run.status == 0, "\(run.output)")
+        let pin = try String(contentsOfFile: folder.path + "/pin.txt", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let pem = try Data(contentsOf: URL(fileURLWithPath: folder.path + "/cert.pem"))
         let certificates = CertificateKey.certificates(inPEM: pem + Data("\n".utf8) + pem)
         #expect(certificates.count == 2)
         #expect(CertificateKey.pin(ofCertificate: try #require(certificates.first)) == pin)
         #expect(CertificateKey.pin(ofCertificate: Array(try #require(certificates.first).prefix(40))) == nil, "a cut certificate has no pin")
-    }
-
-    static func shell(_ script: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CocoaError(.executableLoad) }
-        return String(decoding: data, as: UTF8.self)
     }
 }

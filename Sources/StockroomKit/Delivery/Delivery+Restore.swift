@@ -97,19 +97,12 @@ extension Delivery {
         let attempt = await delivering(product.transactionId) { delivery in
             var entry: JournalEntry
             do {
-                entry = try delivery.journal.entry(product.transactionId) ?? JournalEntry(
+                entry = try delivery.recorded(product.transactionId, of: product.productId) ?? JournalEntry(
                     transactionID: product.transactionId, originalTransactionID: nil, productID: product.productId,
                     renewal: .restore(signedTransaction: signedTransaction), appAccountToken: nil, consent: nil,
                     destination: delivery.destination(product.productId, product.transactionId))
             } catch {
                 return Attempt(outcome: delivery.storageFailure(error), downloaded: false)
-            }
-            if entry.productID != product.productId {
-                // Another product under this transaction ID: nothing on record is about it.
-                entry = JournalEntry(
-                    transactionID: product.transactionId, originalTransactionID: nil, productID: product.productId,
-                    renewal: .restore(signedTransaction: signedTransaction), appAccountToken: nil, consent: nil,
-                    destination: delivery.destination(product.productId, product.transactionId))
             }
             entry.destination = delivery.destination(product.productId, product.transactionId)
             let onDisk = delivery.adoptIntactFile(&entry, sha256: sha256)

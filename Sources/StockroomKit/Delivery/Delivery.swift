@@ -181,19 +181,12 @@ public actor Delivery {
         if let refusal = refusal(productID: purchase.productID, transactionID: purchase.transactionID) { return Attempt(outcome: refusal, downloaded: false) }
         var entry: JournalEntry
         do {
-            entry = try journal.entry(purchase.transactionID) ?? JournalEntry(
+            entry = try recorded(purchase.transactionID, of: purchase.productID) ?? JournalEntry(
                 transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID, productID: purchase.productID,
                 renewal: .download(purchase.proof), appAccountToken: purchase.appAccountToken, consent: purchase.consent,
                 destination: destination(purchase.productID, purchase.transactionID))
         } catch {
             return Attempt(outcome: storageFailure(error), downloaded: false)
-        }
-        if entry.productID != purchase.productID {
-            // Another product under this transaction ID: nothing on record is about it.
-            entry = JournalEntry(
-                transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID, productID: purchase.productID,
-                renewal: .download(purchase.proof), appAccountToken: purchase.appAccountToken, consent: purchase.consent,
-                destination: destination(purchase.productID, purchase.transactionID))
         }
         entry.destination = destination(purchase.productID, purchase.transactionID)
         let onDisk = adoptIntactFile(&entry, sha256: catalogueProduct(purchase.productID)?.sha256)
@@ -239,6 +232,12 @@ public actor Delivery {
             return .refused(OutcomeReason(code: "not_in_catalogue", message: "\(productID) is not in the app's catalogue."))
         }
         return nil
+    }
+
+    /// The journal's entry of `transactionID` when it is about `productID`; one about another
+    /// product under the same transaction ID tells nothing about this one.
+    func recorded(_ transactionID: String, of productID: String) throws -> JournalEntry? {
+        try journal.entry(transactionID).flatMap { $0.productID == productID ? $0 : nil }
     }
 
     /// Where the checked file of a purchase goes: always where the configuration says now.
