@@ -952,6 +952,7 @@ def over_tls(flags, delivered, environment=None):
 scenario("14a TLS, --cacert ca.pem")(over_tls(["--cacert", "{ca}"], True))
 scenario("14b TLS, the CA not trusted")(over_tls([], False))
 scenario("14c TLS, SSL_CERT_FILE=ca.pem")(over_tls([], True, {"SSL_CERT_FILE": "{ca}"}))
+scenario("14c2 TLS, CURL_CA_BUNDLE=ca.pem")(over_tls([], True, {"CURL_CA_BUNDLE": "{ca}"}))
 scenario("14d TLS, --cacert and the server's --pin")(over_tls(["--cacert", "{ca}", "--pin", "{pin}"], True))
 scenario("14e TLS, --cacert and pins joined by ; (the right one second)")(over_tls(["--cacert", "{ca}", "--pin", "{wrong};{pin}"], True))
 scenario("14f TLS, --cacert and --pin repeated (the right one second)")(over_tls(["--cacert", "{ca}", "--pin", "{wrong}", "--pin", "{pin}"], True))

@@ -8,7 +8,7 @@ struct ClientConnection: ParsableArguments {
     @Option(help: "Stockroom's base URL (STOCKROOM_SERVER).")
     var server: String?
 
-    @Option(help: "A PEM file of certificate authorities to trust instead of the system's (else SSL_CERT_FILE, when set).")
+    @Option(help: "A PEM file of certificate authorities to trust instead of the system's (else CURL_CA_BUNDLE or SSL_CERT_FILE, when set).")
     var cacert: String?
 
     @Option(help: ArgumentHelp("A pinned public key, curl's spelling: sha256//BASE64 (several joined by ';', or repeated).", valueName: "sha256//…"))
@@ -32,10 +32,12 @@ struct ClientConnection: ParsableArguments {
         return url
     }
 
-    /// `--cacert`, else `SSL_CERT_FILE` as curl and OpenSSL read it; the pins.
+    /// `--cacert`, else `CURL_CA_BUNDLE` or `SSL_CERT_FILE`, as curl reads them; the pins.
     func trust() throws -> TLSTrust {
         var trust = TLSTrust.system
-        if let file = cacert ?? ProcessInfo.processInfo.environment["SSL_CERT_FILE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+        let environment = ProcessInfo.processInfo.environment
+        let named = ["CURL_CA_BUNDLE", "SSL_CERT_FILE"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty }
+        if let file = cacert ?? named {
             guard FileManager.default.isReadableFile(atPath: file) else { throw ValidationError("Cannot read the CA file \(file).") }
             trust.certificateAuthorities = URL(fileURLWithPath: file)
         }
