@@ -71,6 +71,31 @@ import Testing
         #expect(Wait.seconds(wait) <= 86_400)
     }
 
+    /// HTTP dates are read byte by byte: Foundation's `DateFormatter` trapped ("Incorrect range")
+    /// on a `Retry-After` date with bytes past ASCII, which the `client` fuzz target found.
+    @Test func anHTTPDateIsReadAsFoundationWritesItAndOddTextIsNoDate() {
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT")?.timeIntervalSince1970 == 784_111_777)
+        #expect(HTTPDate.parse("Thu, 01 Jan 1970 00:00:00 GMT")?.timeIntervalSince1970 == 0)
+        #expect(HTTPDate.parse("Tue, 29 Feb 2000 12:00:00 GMT")?.timeIntervalSince1970 == 951_825_600)
+        #expect(HTTPDate.parse("Fri, 31 Dec 9999 23:59:59 GMT")?.timeIntervalSince1970 == 253_402_300_799)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let date = Date(timeIntervalSince1970: TimeInterval(Int64.random(in: 0...253_402_300_799, using: &generator)))
+            #expect(HTTPDate.parse(formatter.string(from: date)) == date, "\(formatter.string(from: date))")
+        }
+        for odd in [
+            "Fri, 13\u{5bb}\u{29a}9 23:59:59 GMT", "Fri, 31 Dec 9999 23:59:59 UTC", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+            "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 6 Nov 1994 08:49:37 GMT", "Xyz, 06 Nov 1994 08:49:37 GMT", "",
+        ] {
+            #expect(HTTPDate.parse(odd) == nil, "\(odd)")
+            #expect(ServerAnswer.retryAfter(odd, now: Date()) == nil)
+        }
+    }
+
     @Test func pinsAreReadInCurlsSpelling() {
         let pin = Data(repeating: 7, count: 32).base64EncodedString()
         #expect(TLSTrust.pins("sha256//\(pin)") == [pin])

@@ -56,11 +56,7 @@ enum ServerAnswer {
         if field.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
             return Wait.clamped(seconds: Double(field) ?? .infinity)
         }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: field) else { return nil }
+        guard let date = HTTPDate.parse(field) else { return nil }
         return Wait.clamped(seconds: date.timeIntervalSince(now))
     }
 
