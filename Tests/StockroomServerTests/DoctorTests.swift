@@ -100,6 +100,8 @@ import Testing
         #expect(!doctor.clock(nil).passed)
         #expect(!doctor.clock("yesterday").passed)
         #expect(Doctor.httpDate("Sun, 22 Nov 2026 17:35:09 GMT") == Date(timeIntervalSince1970: 1_795_368_909))
+        // DateFormatter trapped on this (bytes past ASCII): a hostile upstream stopped the command.
+        #expect(!doctor.clock("Fri, 13\u{5bb}\u{29a}9 23:59:59 GMT").passed)
     }
 }
 

@@ -120,12 +120,9 @@ extension Doctor {
         return Finding(check: "clock", passed: true, detail: detail)
     }
 
-    /// An IMF-fixdate (`Sun, 22 Nov 2026 17:35:09 GMT`), the form HTTP servers send.
+    /// An IMF-fixdate (`Sun, 22 Nov 2026 17:35:09 GMT`), the form HTTP servers send; read by
+    /// `HTTPDate`, since `DateFormatter` traps on some text a hostile upstream could send.
     static func httpDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.date(from: text.trimmingCharacters(in: .whitespaces))
+        HTTPDate.parse(text.trimmingCharacters(in: .whitespaces))
     }
 }
