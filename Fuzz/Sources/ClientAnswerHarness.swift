@@ -4,7 +4,8 @@ import FoundationNetworking
 #endif
 @testable import StockroomKit
 
-/// What StockroomKit reads from a server's answers, each a stranger's: the status, `Retry-After`,
+/// What StockroomKit reads from a server's answers, each a stranger's: the head's lines (status
+/// line, fields, interim and final heads), the status, `Retry-After`,
 /// `Repr-Digest`, `Content-Range`, `Content-Length`, `Location`, the download token, and the
 /// restore, refusal and catalogue JSON. The input's lines are `Name: value` header fields until
 /// an empty line, then a JSON body; its first byte picks the status.
@@ -26,6 +27,12 @@ enum ClientAnswerHarness {
             fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         let body = Data(parts.dropFirst().joined(separator: "\n\n").utf8)
+
+        // The same text as libcurl's header lines: a status line counts only where a head begins.
+        var head = ResponseHead()
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) { _ = head.read(String(line)) }
+        if head.isComplete, !(200...599).contains(head.status) { fatalError("a complete head with status \(head.status)") }
+        if head.fields.count > ResponseHead.maximumFields || head.mergedFields.count > head.fields.count { fatalError("head fields past their bound") }
 
         let wait = ServerAnswer.retryAfter(fields["Retry-After"], now: now)
         if let wait, wait < .seconds(1) || wait > Delivery.longestWait { fatalError("Retry-After \(fields["Retry-After"] ?? "") is \(wait)") }

@@ -142,6 +142,20 @@ import FoundationNetworking
         #expect(Date().timeIntervalSince(started) < 15, "not the 100 s the head would take")
     }
 
+    #if os(Linux)
+    /// libcurl hands every field over; past `ResponseHead.maximumFields` the answer is refused.
+    @Test func aHeadOfTooManyFieldsIsRefusedOnLibcurl() async throws {
+        let fields = (0...ResponseHead.maximumFields).map { "X-Field-\($0): value\r\n" }.joined()
+        let server = try ScriptedHTTPServer { _ in [.send("HTTP/1.1 200 OK\r\n\(fields)Content-Length: 2\r\n\r\nok")] }
+        defer { server.stop() }
+        let transport = Self.transport(.automatic)
+        defer { transport.invalidate() }
+        let result = await transport.collect(URLRequest(url: server.url))
+        #expect(result.response == nil)
+        #expect((result.error as? URLError)?.code == .badServerResponse, "\(String(describing: result.error))")
+    }
+    #endif
+
     @Test(arguments: engines) func cancellingTheTaskStopsTheTransferAtOnce(_ engine: HTTPTransport.Engine) async throws {
         let server = try ScriptedHTTPServer { _ in
             [.send("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")] + Array(repeating: [.bytes(1000), .pause(0.1)], count: 300).flatMap { $0 }

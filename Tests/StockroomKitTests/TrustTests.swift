@@ -96,6 +96,26 @@ import Testing
         }
     }
 
+    /// A head as libcurl hands it over, line by line.
+    @Test func aStatusLineCountsOnlyWhereAHeadBeginsAndAHeadIsBounded() {
+        func read(_ lines: [String]) -> ResponseHead {
+            var head = ResponseHead()
+            for line in lines { _ = head.read(line) }
+            return head
+        }
+        let disguised = read(["HTTP/1.1 500 Internal Server Error", "HTTP/1.1 200 OK: x", "Content-Length: 0", ""])
+        #expect(disguised.isComplete && disguised.status == 500)
+        let interim = read(["HTTP/1.1 100 Continue", "", "HTTP/1.1 204 No Content", "X-A: 1", "x-a: 2", ""])
+        #expect(interim.isComplete && interim.status == 204 && interim.mergedFields == ["X-A": "1, 2"])
+        let trailer = read(["HTTP/1.1 500 Oops", "Transfer-Encoding: chunked", "", "HTTP/1.1 200 OK: x", "X-Download-Token: t", ""])
+        #expect(trailer.status == 500 && trailer.fields.count == 1, "nothing after the final head is part of it")
+        for bad in ["HTTP/1.1 2000 OK", "HTTP/1.1 099 Odd", "HTTP/1.1 600 Odd", "HTTP/1.1 20 OK", "HTTP/1.1 +20 OK", "HTTP/1.1"] {
+            #expect(!read([bad, ""]).isComplete, "\(bad)")
+        }
+        let flood = read(["HTTP/1.1 200 OK"] + (0...ResponseHead.maximumFields).map { "X-\($0): v" } + [""])
+        #expect(flood.isOversized && flood.fields.count == ResponseHead.maximumFields)
+    }
+
     @Test func pinsAreReadInCurlsSpelling() {
         let pin = Data(repeating: 7, count: 32).base64EncodedString()
         #expect(TLSTrust.pins("sha256//\(pin)") == [pin])

@@ -17,12 +17,7 @@ final class CurlTransfer: @unchecked Sendable {
     private let decide: @Sendable (HTTPURLResponse) -> BodyDisposition
     private let lock = NSLock()
     private var cancelled = false  // guarded by `lock`; the rest is touched by the transfer's thread only
-    private var status = 0
-    private var headerFields: [(String, String)] = []
-    private var headComplete = false
-    /// A status line is read only where a head begins: libcurl passes `HTTP/1.1 200 OK:` inside
-    /// a head (or a trailer) on as a header line, since it has a colon.
-    private var awaitingStatusLine = true
+    private var head = ResponseHead()
     private var response: HTTPURLResponse?
     private var disposition: BodyDisposition?
     private var body = Data()
@@ -54,6 +49,7 @@ final class CurlTransfer: @unchecked Sendable {
         easy.set(.headerData, pointer: context)
         easy.set(.progressData, pointer: context)
         let code = withExtendedLifetime(self) { easy.perform() }
+        if head.isOversized { failure = failure ?? URLError(.badServerResponse) }
         if disposition == nil, let response = currentResponse() {
             // No body at all (a 304, an empty 200): decide anyway, so an empty file is created.
             disposition = decide(response)
@@ -130,43 +126,18 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     private func header(_ line: String) {
-        // Once the final head is complete, what libcurl passes on are trailers: never part of it.
-        guard !headComplete else { return }
         let now = ProcessInfo.processInfo.systemUptime
-        if awaitingStatusLine {
-            guard line.hasPrefix("HTTP/") else { return }
-            awaitingStatusLine = false
-            pace.headBegan(now: now)
-            // A new response: the first, or the next after an interim 1xx (no redirect is followed).
-            let parts = line.split(separator: " ", maxSplits: 2)
-            status = parts.count > 1 ? Int(parts[1]) ?? 0 : 0
-            headerFields = []
-        } else if line.isEmpty {
-            if status >= 200 {
-                headComplete = true
-                pace.headEnded(received: 0, now: now)
-            } else {
-                awaitingStatusLine = true  // an interim 1xx's head ended
-            }
-        } else if let colon = line.firstIndex(of: ":") {
-            let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
-            let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
-            headerFields.append((name, value))
+        switch head.read(line) {
+        case .began: pace.headBegan(now: now)
+        case .ended: pace.headEnded(received: 0, now: now)
+        case .none: break
         }
     }
 
     private func currentResponse() -> HTTPURLResponse? {
         if let response { return response }
-        guard headComplete, status >= 200, let url = request.url else { return nil }
-        var fields: [String: String] = [:]
-        for (name, value) in headerFields {
-            if let key = fields.keys.first(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) {
-                fields[key] = (fields[key] ?? "") + ", " + value
-            } else {
-                fields[name] = value
-            }
-        }
-        response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)
+        guard head.isComplete, !head.isOversized, let url = request.url else { return nil }
+        response = HTTPURLResponse(url: url, statusCode: head.status, httpVersion: "HTTP/1.1", headerFields: head.mergedFields)
         return response
     }
 
@@ -181,7 +152,10 @@ final class CurlTransfer: @unchecked Sendable {
     private func received(_ bytes: UnsafeRawBufferPointer) -> Bool {
         if isCancelled { return false }
         if disposition == nil {
-            guard let response = currentResponse() else { return false }
+            guard let response = currentResponse() else {
+                failure = URLError(.badServerResponse)  // no complete head, or one of too many fields
+                return false
+            }
             disposition = decide(response)
         }
         switch disposition {
