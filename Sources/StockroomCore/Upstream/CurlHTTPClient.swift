@@ -14,11 +14,20 @@ public final class CurlHTTPClient: HTTPTransport {
         public var totalTimeout: Duration
         /// The largest response body accepted; more is an error, never a truncated answer.
         public var maximumResponseBytes: Int
+        /// A transfer slower than this many bytes a second over `slowWindow` ends (timed out):
+        /// long transfers (an object hashed, a part uploaded) need it beside the total timeout.
+        public var minimumBytesPerSecond: Int?
+        public var slowWindow: Duration
 
-        public init(connectTimeout: Duration = .seconds(5), totalTimeout: Duration = .seconds(15), maximumResponseBytes: Int = 4 << 20) {
+        public init(
+            connectTimeout: Duration = .seconds(5), totalTimeout: Duration = .seconds(15), maximumResponseBytes: Int = 4 << 20,
+            minimumBytesPerSecond: Int? = nil, slowWindow: Duration = .seconds(15)
+        ) {
             self.connectTimeout = connectTimeout
             self.totalTimeout = totalTimeout
             self.maximumResponseBytes = maximumResponseBytes
+            self.minimumBytesPerSecond = minimumBytesPerSecond
+            self.slowWindow = slowWindow
         }
     }
 
@@ -113,14 +122,24 @@ public final class CurlHTTPClient: HTTPTransport {
             handle.reset()
             idleHandles.withLock { if $0.count < 32 { $0.append(handle) } }
         }
-        let sink = ResponseSink(limit: configuration.maximumResponseBytes)
+        let sink = ResponseSink(limit: configuration.maximumResponseBytes, forward: request.bodySink)
         var headerList: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headerList) }
         for (name, value) in request.headers {
             headerList = curl_slist_append(headerList, "\(name): \(value)")
         }
-        // curl sends "Expect: 100-continue" before larger bodies, costing a round trip.
-        headerList = curl_slist_append(headerList, "Expect:")
+        if let signing = request.signing {
+            // libcurl 7.88 signs a body's hash only when given it; without the header a store
+            // refuses any request with a body (SignatureDoesNotMatch).
+            let payload = request.method == .get || request.method == .head ? [] : request.body ?? []
+            headerList = curl_slist_append(headerList, "x-amz-content-sha256: \(ByteEncoding.hex(SHA256.hash(payload)))")
+            if let token = signing.credentials.sessionToken {
+                headerList = curl_slist_append(headerList, "x-amz-security-token: \(token)")
+            }
+        }
+        // curl sends "Expect: 100-continue" before larger bodies, costing a round trip. A signed
+        // request keeps it: libcurl 7.88 signs the emptied header, which no store then matches.
+        if request.signing == nil { headerList = curl_slist_append(headerList, "Expect:") }
 
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let code: CURLcode = errorBuffer.withUnsafeMutableBytes { errorBytes in
@@ -141,6 +160,21 @@ public final class CurlHTTPClient: HTTPTransport {
             _ = handle.set(CURLOPT_WRITEDATA, pointer: sinkPointer)
             _ = stockroom_curl_setopt_header_function(handle.raw, ResponseSink.writeHeader)
             _ = handle.set(CURLOPT_HEADERDATA, pointer: sinkPointer)
+            if let minimum = configuration.minimumBytesPerSecond {
+                _ = handle.set(CURLOPT_LOW_SPEED_LIMIT, minimum)
+                _ = handle.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.slowWindow.components.seconds)))
+            }
+            if let signing = request.signing {
+                // libcurl signs the method, path, query, headers and payload hash, and adds
+                // x-amz-date and x-amz-content-sha256; the secret never leaves this handle.
+                _ = handle.set(CURLOPT_AWS_SIGV4, "aws:amz:\(signing.region):s3")
+                _ = handle.set(CURLOPT_USERNAME, signing.credentials.accessKeyID)
+                _ = handle.set(CURLOPT_PASSWORD, signing.credentials.secretAccessKey)
+            }
+            if request.method == .head {
+                _ = handle.set(CURLOPT_NOBODY, 1)
+                return withExtendedLifetime(sink) { handle.perform() }
+            }
             if request.method == .get {
                 _ = handle.set(CURLOPT_HTTPGET, 1)
                 return withExtendedLifetime(sink) { handle.perform() }
@@ -180,18 +214,26 @@ public final class CurlHTTPClient: HTTPTransport {
     }
 }
 
-/// Collects one response's headers and body for the C callbacks, refusing more than `limit` bytes.
+/// Collects one response's headers and body for the C callbacks, refusing more than `limit` bytes,
+/// or hands the body on to `forward` as it arrives.
 private final class ResponseSink {
     let limit: Int
+    let forward: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
     var body: [UInt8] = []
     var headers: [String: String] = [:]
     var exceeded = false
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int, forward: (@Sendable (UnsafeRawBufferPointer) -> Bool)? = nil) {
+        self.limit = limit
+        self.forward = forward
+    }
 
     static let writeBody: curl_write_callback = { data, size, count, context in
         let sink = Unmanaged<ResponseSink>.fromOpaque(context!).takeUnretainedValue()
         let length = size * count
+        if let forward = sink.forward {
+            return forward(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+        }
         guard sink.body.count + length <= sink.limit else {
             sink.exceeded = true
             return 0  // anything but `length` makes curl stop with CURLE_WRITE_ERROR

@@ -5,10 +5,22 @@ public protocol HTTPTransport: Sendable {
     func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse
 }
 
-/// An upstream request: small bodies only (receipts, JSON), sent whole. A GET sends no body;
-/// every other method sends `body` (empty when nil) with its `Content-Length`.
+/// An upstream request: small bodies only (receipts, JSON, object-store parts), sent whole. A GET
+/// or HEAD sends no body; every other method sends `body` (empty when nil) with its `Content-Length`.
 public struct UpstreamRequest: Sendable {
-    public enum Method: String, Sendable { case get = "GET", post = "POST", put = "PUT", delete = "DELETE" }
+    public enum Method: String, Sendable { case get = "GET", head = "HEAD", post = "POST", put = "PUT", delete = "DELETE" }
+
+    /// Signs the request with AWS Signature Version 4 for S3 (libcurl's `CURLOPT_AWS_SIGV4`), the
+    /// session token sent as `x-amz-security-token`.
+    public struct AWSSigning: Sendable {
+        public var credentials: SigV4.Credentials
+        public var region: String
+
+        public init(credentials: SigV4.Credentials, region: String) {
+            self.credentials = credentials
+            self.region = region
+        }
+    }
 
     public var method: Method
     public var url: String
@@ -19,10 +31,16 @@ public struct UpstreamRequest: Sendable {
     /// The App Store endpoint it calls, for metrics (`verifyReceipt`, `transactions`, …); nil
     /// for calls that are not the App Store's (the simulator's control API, benchmarks).
     public var endpoint: String?
+    /// How the request is signed, if it is (object storage).
+    public var signing: AWSSigning?
+    /// Where the body goes as it arrives, instead of into the answer: false stops the transfer.
+    /// It hears every status's body; the caller reads the status once the call returns.
+    public var bodySink: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
 
     public init(
         method: Method, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
-        timeout: Duration? = nil, endpoint: String? = nil
+        timeout: Duration? = nil, endpoint: String? = nil, signing: AWSSigning? = nil,
+        bodySink: (@Sendable (UnsafeRawBufferPointer) -> Bool)? = nil
     ) {
         self.method = method
         self.url = url
@@ -30,6 +48,8 @@ public struct UpstreamRequest: Sendable {
         self.body = body
         self.timeout = timeout
         self.endpoint = endpoint
+        self.signing = signing
+        self.bodySink = bodySink
     }
 }
 
