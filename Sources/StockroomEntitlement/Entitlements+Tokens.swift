@@ -27,6 +27,13 @@ extension Entitlements {
         }
     }
 
+    /// When an authentic token stops authorising content (a presigned URL must not outlive it).
+    public func expiry(of token: String) -> Date? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, let seconds = Int64(parts[1]) else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
+    }
+
     /// The transaction as its token's holder may see it; an expired token will do.
     public func status(_ transactionID: String, bearer: String?) async throws -> Result<Fulfilment, Refusal> {
         let productID: String
@@ -41,14 +48,16 @@ extension Entitlements {
         return .success(row)
     }
 
-    /// The client has the whole file: delivered → acknowledged (one ledger write).
-    public func acknowledge(_ transactionID: String, bearer: String?) async throws -> Result<Fulfilment, Refusal> {
+    /// The client has the whole file: delivered → acknowledged (one ledger write). With
+    /// `handedOff` the bytes came from an object store by presigned redirect, and this records
+    /// the delivery too.
+    public func acknowledge(_ transactionID: String, bearer: String?, handedOff: Bool = false) async throws -> Result<Fulfilment, Refusal> {
         let productID: String
         switch authorize(transactionID, bearer: bearer) {
         case .failure(let refusal): return .failure(refusal)
         case .success(let granted): productID = granted.productID
         }
-        switch try await ledger.acknowledge(transactionID, productID: productID, now: now()) {
+        switch try await ledger.acknowledge(transactionID, productID: productID, handedOff: handedOff, now: now()) {
         case .entitled(let row):
             // The acknowledgement may have queued Finish Transaction in the same write.
             if row.finishedAt == nil { serverCallQueued() }

@@ -9,12 +9,15 @@ public enum ContentError: Error, Equatable {
     case changedSinceHashed(String)
     /// No requested range overlaps the file.
     case rangeNotSatisfiable(size: Int64)
+    /// The object store could not give the object (missing, refused, down or cut off); named
+    /// by its key in the log and the metric, never to the client.
+    case unavailable(key: String, reason: String)
 }
 
 extension ContentError: APIError {
     public var status: HTTPResponse.Status {
         switch self {
-        case .changedSinceHashed: .serviceUnavailable
+        case .changedSinceHashed, .unavailable: .serviceUnavailable
         case .rangeNotSatisfiable: .rangeNotSatisfiable
         }
     }
@@ -23,6 +26,7 @@ extension ContentError: APIError {
         switch self {
         case .changedSinceHashed: "content_changing"
         case .rangeNotSatisfiable: "range_not_satisfiable"
+        case .unavailable: "content_unavailable"
         }
     }
 
@@ -30,6 +34,7 @@ extension ContentError: APIError {
         switch self {
         case .changedSinceHashed: "The content file is being updated; retry shortly."
         case .rangeNotSatisfiable(let size): "The requested range does not overlap the \(size)-byte file."
+        case .unavailable: "The content cannot be read from storage right now; retry shortly."
         }
     }
 
@@ -37,6 +42,7 @@ extension ContentError: APIError {
         switch self {
         case .changedSinceHashed: [.retryAfter: "2"]
         case .rangeNotSatisfiable(let size): [.contentRange: "bytes */\(size)"]
+        case .unavailable: [.retryAfter: "5"]
         }
     }
 }

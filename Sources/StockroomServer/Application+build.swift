@@ -23,6 +23,7 @@ public enum StartupError: Error, CustomStringConvertible {
     case appStoreKey(path: String, reason: String)
     case appStoreKeyIncomplete
     case xcodeWithApple
+    case objectStorage(String)
 
     public var description: String {
         switch self {
@@ -39,6 +40,7 @@ public enum StartupError: Error, CustomStringConvertible {
         case .appStoreKey(let path, let reason): "the App Store Server API key \"\(path)\" cannot be used: \(reason)"
         case .appStoreKeyIncomplete: "the App Store Server API needs --app-store-key, --app-store-key-id and --app-store-issuer-id together"
         case .xcodeWithApple: "--accept-xcode is for development: it refuses to run with --upstream apple"
+        case .objectStorage(let detail): "object storage: \(detail)"
         }
     }
 }
@@ -60,21 +62,29 @@ public func buildApplication(
     // Upstream and trust first: a simulator on a public host or a half-given key refuses at once.
     let simulator = try BuiltInSimulator(configuration: configuration)
     let trust = try UpstreamTrust.resolve(configuration: simulator?.trusting(configuration) ?? configuration, logger: logger)
-    let jail: ContentJail
+    // Content in a bucket: its store, credentials and bucket are checked before anything else opens.
+    let objects = try await ObjectContent.open(configuration, logger: logger)
+    let catalogStore: CatalogStore
+    let jail: ContentJail?
     do {
-        jail = try ContentJail(folder: configuration.contentFolder)
-    } catch {
-        throw StartupError.content(error)
-    }
-    let loader = CatalogLoader(
-        catalogFolder: configuration.catalogFolder, jail: jail,
-        digests: DigestCache(file: configuration.digestCachePath))
-    let catalog: Catalog
-    do {
-        catalog = try await NIOThreadPool.catalog.runIfActive { try loader.load() }
+        if let objects {
+            jail = nil
+            catalogStore = CatalogStore(catalog: try await objects.loader.load(), objects: objects.loader)
+        } else {
+            let folder: ContentJail
+            do {
+                folder = try ContentJail(folder: configuration.contentFolder)
+            } catch {
+                throw StartupError.content(error)
+            }
+            let loader = CatalogLoader(catalogFolder: configuration.catalogFolder, jail: folder, digests: DigestCache(file: configuration.digestCachePath))
+            jail = folder
+            catalogStore = CatalogStore(catalog: try await NIOThreadPool.catalog.runIfActive { try loader.load() }, loader: loader)
+        }
     } catch let error as CatalogError {
         throw StartupError.catalog(error)
     }
+    let catalog = catalogStore.catalog
     // Finish Transaction is queued only where it can be sent: with Server API credentials.
     let finishOn = trust.serverAPI == nil ? nil : configuration.finishOn
     let (ledger, ledgerServices) = try await openLedger(configuration, finishOn: finishOn, logger: logger)
@@ -85,7 +95,6 @@ public func buildApplication(
         let path = configuration.tokenSecret.map { $0.isEmpty } ?? true ? configuration.tokenSecretPath : nil
         throw StartupError.tokenSecret(path: path, reason: error.description)
     }
-    let catalogStore = CatalogStore(catalog: catalog, loader: loader)
     let verifier = AppStoreReceiptVerifier(
         client: VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
@@ -119,11 +128,21 @@ public func buildApplication(
     }
     if let sender { entitlements.serverCallQueued = { sender.wake() } }
     NotificationController(entitlements: entitlements).addRoutes(to: router.group("v1"))
-    let contentStore = LocalContentStore(jail: jail)
-    DownloadController(
-        catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: contentStore),
-        slots: slots, offload: configuration.offloadResponder(store: contentStore)
-    ).addRoutes(to: router.group("v1"))
+    if let objects {
+        let redirect =
+            configuration.contentDelivery == .redirect
+            ? PresignedRedirect(client: objects.client, lifetime: configuration.presignLifetime, logger: logger) : nil
+        DownloadController(
+            catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: ObjectContentStore(client: objects.client, logger: logger)),
+            slots: slots, redirect: redirect
+        ).addRoutes(to: router.group("v1"))
+    } else if let jail {
+        let contentStore = LocalContentStore(jail: jail)
+        DownloadController(
+            catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: contentStore),
+            slots: slots, offload: configuration.offloadResponder(store: contentStore)
+        ).addRoutes(to: router.group("v1"))
+    }
     RestoreController(catalog: catalogStore, entitlements: entitlements).addRoutes(to: router.group("v1"))
     let reverificationJobs = configuration.adminToken == nil ? nil : ReverificationJobs(entitlements: entitlements, logger: logger)
     if let adminToken = configuration.adminToken, let reverificationJobs {
@@ -164,7 +183,10 @@ public func buildApplication(
         server: .http1(limits: configuration.connectionLimits, gate: gate),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Stockroom"),
         // The ledger's pool comes first: services stop in reverse order, so it outlives the requests.
-        services: ledgerServices + [CatalogWatcher(store: catalogStore, interval: configuration.catalogPollInterval, logger: logger)]
+        services: ledgerServices + [
+            CatalogWatcher(
+                store: catalogStore, interval: objects == nil ? configuration.catalogPollInterval : configuration.objectPollInterval, logger: logger)
+        ]
             + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger) + (sender.map { [$0] } ?? [])
             + (reverificationJobs.map { [$0] } ?? []) + (metricsListener.map { [$0] } ?? []),
         logger: logger

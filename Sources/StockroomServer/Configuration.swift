@@ -11,10 +11,20 @@ public struct ServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// 0 picks a free port (tests).
     public var port = 8080
-    /// The folder holding `products.json`.
+    /// The folder holding `products.json`, or `s3://BUCKET/KEY` of a `products.json` kept in a
+    /// bucket (with `objectStore`).
     public var catalogFolder = "catalog"
-    /// The folder content files are served from, and confined to.
+    /// The folder content files are served from, and confined to, or `s3://BUCKET/PREFIX` for
+    /// content kept in a bucket (with `objectStore`).
     public var contentFolder = "content"
+    /// How to reach the object store when content or the catalogue is in a bucket.
+    public var objectStore: ObjectStoreSettings?
+    /// How content in a bucket reaches the app: through Stockroom, or by presigned redirect.
+    public var contentDelivery: ContentDelivery = .stream
+    /// The longest a presigned URL lives; never longer than the download token.
+    public var presignLifetime: Duration = .seconds(900)
+    /// How often a bucket's catalogue and objects are checked for changes (a HEAD per product).
+    public var objectPollInterval: Duration = .seconds(15)
     /// The ledger: a SQLite file, or a PostgreSQL database given as `postgres://user:password@host:port/db`
     /// (several instances share one). The address's password is never logged.
     public var databasePath = "stockroom.sqlite"

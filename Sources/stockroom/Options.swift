@@ -16,11 +16,14 @@ struct ServerOptions: ParsableArguments {
     @Option(help: "Port to listen on; 0 picks a free one (STOCKROOM_PORT; default 8080).")
     var port: Int?
 
-    @Option(help: "Folder holding products.json (STOCKROOM_CATALOG; default catalog).")
+    @Option(help: "Folder holding products.json, or s3://BUCKET/KEY of a products.json in a bucket (STOCKROOM_CATALOG; default catalog).")
     var catalog: String?
 
-    @Option(help: "Folder content files are served from, and confined to (STOCKROOM_CONTENT; default content).")
+    @Option(
+        help: "Folder content files are served from, and confined to, or s3://BUCKET/PREFIX for content in a bucket (STOCKROOM_CONTENT; default content).")
     var content: String?
+
+    @OptionGroup var objectStoreOptions: ObjectStoreOptions
 
     @Option(
         help: """
@@ -74,6 +77,7 @@ struct ServerOptions: ParsableArguments {
             configuration.databaseTimeout = timeout
         }
         try upstreamOptions.apply(to: &configuration, environment: environment)
+        try objectStoreOptions.apply(to: &configuration, environment: environment)
         // Secrets come from the environment only, never from flags a process listing shows.
         configuration.tokenSecret = try secret("STOCKROOM_TOKEN_SECRET", in: environment)
         configuration.adminToken = try secret("STOCKROOM_ADMIN_TOKEN", in: environment)

@@ -11,10 +11,16 @@ public struct Catalog: Sendable {
     /// The files whose change calls for a reload (products.json and every content file),
     /// by the path that `stat` follows, with their stamps at load time.
     public let watchedFiles: [String: FileStamp]
+    /// For content in a bucket: each product's object key and its size and ETag at load time.
+    public let watchedObjects: [String: S3Client.Head]
+    /// For a catalogue kept in a bucket: its ETag at load time, for `If-None-Match`.
+    public let catalogObjectETag: String?
     private let productBodies: [String: [UInt8]]
     private let index: [String: Int]
 
-    public init(products: [Product], watchedFiles: [String: FileStamp] = [:]) throws {
+    public init(
+        products: [Product], watchedFiles: [String: FileStamp] = [:], watchedObjects: [String: S3Client.Head] = [:], catalogObjectETag: String? = nil
+    ) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let productsJSON = try encoder.encode(products)
@@ -33,6 +39,8 @@ public struct Catalog: Sendable {
         self.version = version
         self.body = body
         self.watchedFiles = watchedFiles
+        self.watchedObjects = watchedObjects
+        self.catalogObjectETag = catalogObjectETag
         self.productBodies = bodies
         self.index = index
     }

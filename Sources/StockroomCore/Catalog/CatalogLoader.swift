@@ -25,6 +25,33 @@ public struct CatalogLoader: Sendable {
         return try validate(file, productsFileStamp: stamp)
     }
 
+    /// The problems of an entry's own fields (ID, title, type; not its file), its name in
+    /// messages, and its type; `firstPosition` remembers IDs seen, to name duplicates.
+    static func checkFields(
+        _ entry: CatalogFile.Entry, position: Int, firstPosition: inout [String: Int]
+    ) -> (name: String, problems: [String], type: ProductType?) {
+        let name = entry.productId.map { "product \(position) (\($0))" } ?? "product \(position)"
+        var problems: [String] = []
+        if let id = entry.productId {
+            if !ProductID.isValid(id) {
+                problems.append("\(name): productId must be 1–255 reverse-DNS characters (letters, digits, \".\", \"-\", \"_\")")
+            } else if let first = firstPosition[id] {
+                problems.append("\(name): duplicate productId, already used by product \(first)")
+            } else {
+                firstPosition[id] = position
+            }
+        } else {
+            problems.append("\(name): productId is missing")
+        }
+        if (entry.title ?? "").isEmpty { problems.append("\(name): title is missing") }
+        let type = entry.type.flatMap(ProductType.init(rawValue:))
+        if type == nil {
+            let allowed = ProductType.allCases.map(\.rawValue).joined(separator: ", ")
+            problems.append("\(name): type \(entry.type.map { "\"\($0)\"" } ?? "is missing;") must be one of \(allowed)")
+        }
+        return (name, problems, type)
+    }
+
     /// Validates decoded entries; used by `load()` and by `catalog add` before it writes.
     public func validate(_ file: CatalogFile, productsFileStamp: FileStamp? = nil) throws(CatalogError) -> Catalog {
         var problems: [String] = []
@@ -36,26 +63,8 @@ public struct CatalogLoader: Sendable {
 
         for (offset, entry) in file.products.enumerated() {
             let position = offset + 1
-            let name = entry.productId.map { "product \(position) (\($0))" } ?? "product \(position)"
-            var entryProblems: [String] = []
-
-            if let id = entry.productId {
-                if !ProductID.isValid(id) {
-                    entryProblems.append("\(name): productId must be 1–255 reverse-DNS characters (letters, digits, \".\", \"-\", \"_\")")
-                } else if let first = firstPosition[id] {
-                    entryProblems.append("\(name): duplicate productId, already used by product \(first)")
-                } else {
-                    firstPosition[id] = position
-                }
-            } else {
-                entryProblems.append("\(name): productId is missing")
-            }
-            if (entry.title ?? "").isEmpty { entryProblems.append("\(name): title is missing") }
-            let type = entry.type.flatMap(ProductType.init(rawValue:))
-            if type == nil {
-                let allowed = ProductType.allCases.map(\.rawValue).joined(separator: ", ")
-                entryProblems.append("\(name): type \(entry.type.map { "\"\($0)\"" } ?? "is missing;") must be one of \(allowed)")
-            }
+            let (name, fieldProblems, type) = Self.checkFields(entry, position: position, firstPosition: &firstPosition)
+            var entryProblems = fieldProblems
             var resolved: String?
             if let path = entry.file {
                 do {

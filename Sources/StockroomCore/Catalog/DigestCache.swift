@@ -2,13 +2,16 @@ import Foundation
 import Synchronization
 
 /// SHA-256 digests of content files, keyed by path and valid while the file's stamp (size,
-/// modification time, inode) is unchanged, so restarts and reloads skip re-hashing.
+/// modification time, inode) is unchanged, so restarts and reloads skip re-hashing; and of
+/// objects in a bucket, keyed by `s3://bucket/key` and valid while its size and ETag are.
 ///
 /// Kept in a JSON file written atomically (temp file + rename); a missing or unreadable cache
 /// file only means hashing again.
 public final class DigestCache: Sendable {
     private struct Entry: Codable, Equatable {
-        var stamp: FileStamp
+        var stamp: FileStamp?
+        /// An object's size and the store's ETag, for an object's entry.
+        var object: S3Client.Head?
         var sha256: String
     }
 
@@ -36,9 +39,24 @@ public final class DigestCache: Sendable {
             return entry.sha256
         }
         let digest = try Self.hashFile(at: absolutePath)
-        entries.withLock { $0[absolutePath] = Entry(stamp: stamp, sha256: digest) }
+        entries.withLock { $0[absolutePath] = Entry(stamp: stamp, object: nil, sha256: digest) }
         dirty.withLock { $0 = true }
         return digest
+    }
+
+    /// The digest Stockroom computed of the object `address` (`s3://bucket/key`) when it had `head`.
+    public func digest(ofObject address: String, head: S3Client.Head) -> String? {
+        entries.withLock { $0[address] }.flatMap { $0.object == head ? $0.sha256 : nil }
+    }
+
+    /// Keeps the digest Stockroom computed of the object `address` as it was at `head`.
+    public func remember(object address: String, head: S3Client.Head, sha256: String) {
+        let entry = Entry(stamp: nil, object: head, sha256: sha256)
+        let changed = entries.withLock { entries in
+            defer { entries[address] = entry }
+            return entries[address] != entry
+        }
+        if changed { dirty.withLock { $0 = true } }
     }
 
     /// Writes the cache file, keeping only `paths` (the files the catalogue still lists);

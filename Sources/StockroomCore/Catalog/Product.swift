@@ -17,6 +17,9 @@ public struct Product: Sendable, Equatable, Codable {
     public var file: String
     /// The file's stamp when it was hashed; never sent to clients.
     public var stamp: FileStamp?
+    /// For content in a bucket, the store's ETag of the object when it was hashed; never sent
+    /// to clients. Delivery refuses an object whose ETag moved since.
+    public var objectETag: String?
     /// Whether the app offers a free sample of this content before purchase: told to Apple
     /// with a consumption answer (`sampleContentProvided`); never sent to clients.
     public var sampleContentProvided: Bool = false
@@ -56,7 +59,7 @@ public struct Product: Sendable, Equatable, Codable {
 
     /// The representation of this product's content, for range and conditional requests.
     public var representation: ContentRepresentation {
-        ContentRepresentation(path: file, size: size, sha256: sha256, contentType: contentType, stamp: stamp)
+        ContentRepresentation(path: file, size: size, sha256: sha256, contentType: contentType, stamp: stamp, objectETag: objectETag)
     }
 }
 

@@ -1,6 +1,6 @@
 /// One content file as the catalogue hashed it: what ETags, digests and ranges are computed on.
 public struct ContentRepresentation: Sendable, Equatable {
-    /// Relative to the content folder.
+    /// Relative to the content folder (or, for a bucket, the key's prefix).
     public var path: String
     public var size: Int64
     /// Lower-case hex SHA-256 of the whole file.
@@ -8,13 +8,16 @@ public struct ContentRepresentation: Sendable, Equatable {
     public var contentType: String
     /// The file's stamp when it was hashed; delivery refuses a file whose stamp has moved.
     public var stamp: FileStamp?
+    /// For an object in a bucket, the store's ETag when it was hashed.
+    public var objectETag: String?
 
-    public init(path: String, size: Int64, sha256: String, contentType: String, stamp: FileStamp? = nil) {
+    public init(path: String, size: Int64, sha256: String, contentType: String, stamp: FileStamp? = nil, objectETag: String? = nil) {
         self.path = path
         self.size = size
         self.sha256 = sha256
         self.contentType = contentType
         self.stamp = stamp
+        self.objectETag = objectETag
     }
 
     /// The strong entity tag: the file's SHA-256, so it changes exactly when the bytes do.

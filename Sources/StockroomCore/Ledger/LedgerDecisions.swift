@@ -46,12 +46,13 @@ extension LedgerDecisions {
         }
     }
 
-    /// The client has the whole file: delivered → acknowledged.
-    public func acknowledge(_ transactionID: String, productID: String, now: Date) async throws -> LedgerDecision {
+    /// The client has the whole file: delivered → acknowledged; with `handedOff` (an object store
+    /// sent the bytes by presigned redirect), verified → delivered → acknowledged.
+    public func acknowledge(_ transactionID: String, productID: String, handedOff: Bool = false, now: Date) async throws -> LedgerDecision {
         let finishOn = finishOn
         return try await decide(.purchaseOf(transactionID: transactionID)) { work in
             guard let before = work[transactionID], before.productID == productID else { return .refused(.unknownTransaction(transactionID)) }
-            let decision = try EntitlementRules.acknowledge(transactionID, purchase: &work, now: now)
+            let decision = try EntitlementRules.acknowledge(transactionID, purchase: &work, handedOff: handedOff, now: now)
             if case .entitled(let after) = decision { work.queueFinish(finishOn, before: before.state, after: after, now: now) }
             return decision
         }

@@ -41,6 +41,21 @@ public enum StockroomMetrics {
         Counter(label: "stockroom_bytes_streamed_total").increment(by: count)
     }
 
+    /// `stockroom_object_store_errors_total{operation, kind}`: object-store calls that failed
+    /// (`operation`: head, read, hash, catalog, presign; `kind`: missing, denied, changed,
+    /// unavailable, bad_answer). The log line beside it names the key.
+    public static func objectStoreError(operation: String, _ error: ObjectStoreError) {
+        let kind =
+            switch error {
+            case .missing, .noBucket: "missing"
+            case .denied: "denied"
+            case .changed: "changed"
+            case .unavailable: "unavailable"
+            case .badAnswer: "bad_answer"
+            }
+        Counter(label: "stockroom_object_store_errors_total", dimensions: [("operation", operation), ("kind", kind)]).increment()
+    }
+
     /// `stockroom_downloads_in_flight`: content responses being written now.
     public static func downloadsInFlight(_ count: Int) {
         Gauge(label: "stockroom_downloads_in_flight").record(count)

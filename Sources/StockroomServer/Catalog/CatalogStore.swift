@@ -8,25 +8,81 @@ import Synchronization
 /// Readers take the current value under a lock and never see a half-loaded catalogue; a
 /// reload that fails leaves the last good one serving.
 public final class CatalogStore: Sendable {
-    public let loader: CatalogLoader
+    /// Where the catalogue and its content come from.
+    public enum Source: Sendable {
+        case folder(CatalogLoader)
+        case bucket(ObjectCatalogLoader)
+    }
+
+    public let source: Source
     private let current: Mutex<Catalog>
     /// The file stamps of the last failed reload, so one bad edit is logged once, not every poll.
     private let failedSnapshot = Mutex<[String: FileStamp?]?>(nil)
+    /// For a bucket, the problems of the last failed reload (or why the store could not be
+    /// read), so that they are logged once, not at every poll.
+    private let lastBucketFailure = Mutex<String?>(nil)
 
     public init(catalog: Catalog, loader: CatalogLoader) {
-        self.loader = loader
+        self.source = .folder(loader)
+        self.current = Mutex(catalog)
+    }
+
+    public init(catalog: Catalog, objects: ObjectCatalogLoader) {
+        self.source = .bucket(objects)
         self.current = Mutex(catalog)
     }
 
     /// The catalogue to answer this request with.
     public var catalog: Catalog { current.withLock { $0 } }
 
-    /// Reloads when `products.json` or a content file changed since the last load.
+    /// Reloads when `products.json` or a content file (or object) changed since the last load.
     /// Returns whether a new catalogue is now served. Stats and hashing run on the catalogue's own thread pool.
     @discardableResult
     public func reloadIfChanged(logger: Logger) async -> Bool {
+        switch source {
+        case .folder(let loader): return await reloadFolder(loader, logger: logger)
+        case .bucket(let loader): return await reloadBucket(loader, logger: logger)
+        }
+    }
+
+    private func reloadBucket(_ loader: ObjectCatalogLoader, logger: Logger) async -> Bool {
+        let served = catalog
+        guard let changed = await loader.changed(since: served) else {
+            noteBucketFailure("the object store could not be read; the last good catalogue keeps serving", problems: nil, logger: logger)
+            return false
+        }
+        guard changed else {
+            lastBucketFailure.withLock { $0 = nil }
+            return false
+        }
+        do throws(CatalogError) {
+            let loaded = try await loader.load()
+            current.withLock { $0 = loaded }
+            lastBucketFailure.withLock { $0 = nil }
+            if loaded.version != served.version {
+                logger.info("catalogue reloaded", metadata: ["version": .string(loaded.version), "products": .stringConvertible(loaded.products.count)])
+            }
+            return true
+        } catch {
+            noteBucketFailure("catalogue change refused; the last good catalogue keeps serving", problems: error.problems, logger: logger)
+            return false
+        }
+    }
+
+    private func noteBucketFailure(_ message: String, problems: [String]?, logger: Logger) {
+        let text = message + (problems.map { ": " + $0.joined(separator: "; ") } ?? "")
+        let isNew = lastBucketFailure.withLock { last in
+            defer { last = text }
+            return last != text
+        }
+        guard isNew else { return }
+        var metadata: Logger.Metadata = ["version": .string(catalog.version)]
+        if let problems { metadata["problems"] = .string(problems.joined(separator: "; ")) }
+        logger.warning("\(message)", metadata: metadata)
+    }
+
+    private func reloadFolder(_ loader: CatalogLoader, logger: Logger) async -> Bool {
         let watched = catalog.watchedFiles
-        let loader = self.loader
         let outcome: ReloadOutcome? = try? await NIOThreadPool.catalog.runIfActive { () -> ReloadOutcome in
             var snapshot: [String: FileStamp?] = [:]
             for path in watched.keys { snapshot[path] = FileStamp.of(path: path) }

@@ -10,14 +10,20 @@ import StockroomEntitlement
 ///
 /// Every decision is the entitlement component's; this controller parses, asks it, and maps its
 /// answer to HTTP.
-struct DownloadController<Context: ClientAddressContext> {
+struct DownloadController<Context: ClientAddressContext, Store: ContentStore> {
     let catalog: CatalogStore
     let entitlements: Entitlements
-    let responder: ContentResponder<LocalContentStore>
+    let responder: ContentResponder<Store>
     /// Concurrent streams, in all, per purchase and per client; a full house answers 429.
     let slots: DownloadSlots
     /// When set (`--offload`), nginx sends the bytes: answers carry `X-Accel-Redirect` and no body.
     var offload: OffloadResponder? = nil
+    /// When set (`--content-delivery redirect`), the object store sends the bytes: answers are
+    /// 303/307 to a presigned URL, and the acknowledgement records the delivery.
+    var redirect: PresignedRedirect? = nil
+
+    /// Whether someone else sends the bytes, so a download takes no stream slot.
+    private var handsOff: Bool { offload != nil || redirect != nil }
 
     func addRoutes(to group: RouterGroup<Context>) {
         group.post("downloads", use: start)
@@ -39,7 +45,7 @@ struct DownloadController<Context: ClientAddressContext> {
         switch claim {
         case .entitled(let row, let token):
             let slot = try acquireSlot(purchase: row.originalTransactionID, request: request, context: context)
-            return try await stream(row, product: product, head: nil, token: token, slot: slot, context: context)
+            return try await stream(row, product: product, head: nil, token: token, tokenExpiry: entitlements.expiry(of: token), slot: slot, context: context)
         case .refused(let refusal):
             throw DownloadError.refused(refusal)
         case .unavailable(let retryAfter):
@@ -58,11 +64,13 @@ struct DownloadController<Context: ClientAddressContext> {
         }
         // A slot before the ledger counts the attempt: a full house changes nothing. The slot
         // counts the purchase (original transaction) the record names; the resume then decides.
-        let purchase = offload == nil ? try await entitlements.ledger.fulfilment(transactionID)?.originalTransactionID : nil
+        let purchase = handsOff ? nil : try await entitlements.ledger.fulfilment(transactionID)?.originalTransactionID
         let slot = try acquireSlot(purchase: purchase ?? transactionID, request: request, context: context)
         let row = try await entitlements.resume(transactionID, bearer: Self.bearer(request)).orRefuse()
         guard let product = catalog.catalog.product(id: row.productID) else { throw DownloadError.unknownProduct(row.productID) }
-        return try await stream(row, product: product, head: request.head, token: nil, slot: slot, context: context)
+        let bearer = Self.bearer(request)
+        return try await stream(
+            row, product: product, head: request.head, token: nil, tokenExpiry: bearer.flatMap(entitlements.expiry(of:)), slot: slot, context: context)
     }
 
     // MARK: GET /v1/downloads/{transactionId}
@@ -76,7 +84,8 @@ struct DownloadController<Context: ClientAddressContext> {
 
     @Sendable func acknowledge(_ request: Request, context: Context) async throws -> Response {
         let transactionID = try Self.transactionID(context)
-        return try statusResponse(try await entitlements.acknowledge(transactionID, bearer: Self.bearer(request)).orRefuse())
+        return try statusResponse(
+            try await entitlements.acknowledge(transactionID, bearer: Self.bearer(request), handedOff: redirect != nil).orRefuse())
     }
 
     // MARK: Shared steps
@@ -94,9 +103,10 @@ struct DownloadController<Context: ClientAddressContext> {
     }
 
     /// A stream's slot, or 429 with `Retry-After` when the server, this purchase or this client is
-    /// at its limit. With offload nginx sends the bytes, so authorising takes no slot (nil).
+    /// at its limit. With offload nginx sends the bytes (with a redirect, the object store), so
+    /// authorising takes no slot (nil).
     private func acquireSlot(purchase: String, request: Request, context: Context) throws(DownloadError) -> DownloadSlot? {
-        guard offload == nil else { return nil }
+        guard !handsOff else { return nil }
         guard let slot = slots.acquire(purchase: purchase, client: context.clientAddress(of: request)) else { throw .busy(retryAfter: .seconds(5)) }
         return slot
     }
@@ -105,12 +115,21 @@ struct DownloadController<Context: ClientAddressContext> {
     /// With offload, answers with the headers and `X-Accel-Redirect` instead, and nginx's report
     /// tells the ledger.
     private func stream(
-        _ row: Fulfilment, product: Product, head: HTTPRequest?, token: String?, slot: DownloadSlot?, context: Context
+        _ row: Fulfilment, product: Product, head: HTTPRequest?, token: String?, tokenExpiry: Date?, slot: DownloadSlot?, context: Context
     ) async throws -> Response {
-        var headers: HTTPFields = [
-            .transactionID: row.transactionID, .location: "/v1/downloads/\(row.transactionID)/content", .cacheControl: "no-store",
-        ]
+        let resumable = "/v1/downloads/\(row.transactionID)/content"
+        var headers: HTTPFields = [.transactionID: row.transactionID, .location: resumable, .cacheControl: "no-store"]
         if let token { headers[.downloadToken] = token }
+        if let redirect {
+            // The store sends the bytes; the acknowledgement records the delivery. A claim is
+            // answered 303 (GET the object), a resume 307, and Content-Location names where to
+            // ask again for a fresh URL.
+            headers[.location] = nil
+            headers[.contentLocation] = resumable
+            return try await redirect.response(
+                status: head == nil ? .seeOther : .temporaryRedirect, representation: product.representation, tokenExpiry: tokenExpiry,
+                extraHeaders: headers)
+        }
         if let offload {
             // nginx sends the bytes after this response, and its report to OffloadReportListener
             // records the delivery.
