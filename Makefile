@@ -1,7 +1,7 @@
 # Stockroom: the two commands of README.md, and the benchmark.
 #   make serve   installs what is missing, builds, runs the server on the sample catalogue
 #   make test    installs what is missing, builds, runs every test (on SQLite and on a throwaway
-#                PostgreSQL cluster, .ci/postgres), checks the API contract (openapi.yaml) with
+#                PostgreSQL cluster, .ci/postgres, with a throwaway S3 store, .ci/s3), checks the API contract (openapi.yaml) with
 #                openapi-core and schemathesis, and runs each fuzz target for 10 s
 #                and drives the web console in headless Chromium (.ci/console-browser)
 #   make console-shots  builds, serves demo data, saves a PNG of each console page in
@@ -29,7 +29,7 @@ test: deps
 	.ci/contract spec
 	rm -f .build/contract-exchanges.jsonl
 	$(SWIFT) build --product stockroom
-	STOCKROOM_CONTRACT_LOG=$(CURDIR)/.build/contract-exchanges.jsonl SWIFT=$(SWIFT) .ci/postgres run .ci/swift-test
+	STOCKROOM_CONTRACT_LOG=$(CURDIR)/.build/contract-exchanges.jsonl SWIFT=$(SWIFT) .ci/postgres run .ci/s3 run .ci/swift-test
 	.ci/contract responses .build/contract-exchanges.jsonl
 	.ci/contract fuzz .build/debug/stockroom
 	.ci/console-browser test .build/debug/stockroom

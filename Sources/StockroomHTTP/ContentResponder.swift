@@ -18,9 +18,12 @@ public struct ContentResponder<Store: ContentStore>: Sendable {
     ///
     /// `onFinish` runs once the body has been written or has failed (a client that went away),
     /// with what was sent; it is not called for HEAD, which gets the headers of GET and no body.
+    /// `prepared` is the content as `store.prepare` already checked it (the download routes check
+    /// it before the ledger hears of the download); nil checks it here.
     public func response(
         to request: HTTPRequest,
         representation: ContentRepresentation,
+        prepared checked: PreparedContent? = nil,
         extraHeaders: HTTPFields = [:],
         onFinish: (@Sendable (DeliveryReport) async -> Void)? = nil
     ) async throws -> Response {
@@ -37,7 +40,12 @@ public struct ContentResponder<Store: ContentStore>: Sendable {
             status = .partialContent
             range = partial
         }
-        let prepared = try await store.prepare(representation)
+        let prepared: PreparedContent
+        if let checked, checked.representation == representation {
+            prepared = checked
+        } else {
+            prepared = try await store.prepare(representation)
+        }
 
         var headers = extraHeaders
         headers[.contentType] = representation.contentType

@@ -25,8 +25,14 @@ public protocol ContentStore: Sendable {
 
 /// A content file that passed the jail and stamp checks, ready to stream.
 public struct PreparedContent: Sendable {
+    /// The file's absolute path, or the object's key.
     public let absolutePath: String
     public let representation: ContentRepresentation
+
+    public init(absolutePath: String, representation: ContentRepresentation) {
+        self.absolutePath = absolutePath
+        self.representation = representation
+    }
 }
 
 /// The content folder on local disk, read with `pread` on NIO's thread pool.

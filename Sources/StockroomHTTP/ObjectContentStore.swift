@@ -50,10 +50,24 @@ public struct ObjectContentStore: ContentStore {
     ) async throws {
         let key = content.absolutePath
         let etag = content.representation.objectETag
+        // A whole body is hashed on the way, and its last chunk withheld unless the digest is the
+        // one published: a store that sends other bytes never completes a download.
+        var hasher: SHA256? = range.lowerBound == 0 && range.upperBound == content.representation.size - 1 ? SHA256() : nil
         var offset = range.lowerBound
         while offset <= range.upperBound {
             let end = min(range.upperBound, offset + Int64(chunkSize) - 1)
             let bytes = try await read(key, range: offset...end, etag: etag)
+            hasher?.update(bytes)
+            if end == range.upperBound, let whole = hasher.take() {
+                let digest = ByteEncoding.hex(whole.finalize())
+                guard digest == content.representation.sha256 else {
+                    StockroomMetrics.objectStoreError(operation: "read", .badAnswer("digest"))
+                    logger.error(
+                        "the object store sent bytes whose SHA-256 is not the published one; the download was cut before its end",
+                        metadata: ["key": .string(key)])
+                    throw ContentError.changedSinceHashed(key)
+                }
+            }
             try await writer.write(ByteBuffer(bytes: bytes))
             progress(bytes.count)
             offset += Int64(bytes.count)

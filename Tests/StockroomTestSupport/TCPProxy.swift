@@ -28,6 +28,7 @@ public final class TCPProxy: @unchecked Sendable {
     private var stalled = false
     private var closed = false
     private var accepted = 0
+    private var live: [SocketPair] = []
 
     public init(upstreamPort: Int) throws {
         self.upstreamPort = upstreamPort
@@ -47,6 +48,15 @@ public final class TCPProxy: @unchecked Sendable {
     /// While true, no byte moves either way on any connection, old or new; they stay open, and
     /// what was read meanwhile is passed on once the stall ends.
     public func stall(_ stalled: Bool) { lock.withLock { self.stalled = stalled } }
+
+    /// Cuts every open connection at once, as a server that restarts does; new ones are accepted.
+    public func cutAll() {
+        let pairs = lock.withLock { () -> [SocketPair] in
+            defer { live = [] }
+            return live
+        }
+        for pair in pairs { pair.cut() }
+    }
 
     /// Connections accepted so far.
     public var connections: Int { lock.withLock { accepted } }
@@ -86,6 +96,10 @@ public final class TCPProxy: @unchecked Sendable {
                 continue
             }
             let pair = SocketPair(client: client, server: server)
+            lock.withLock {
+                live.removeAll { $0.isClosed }
+                live.append(pair)
+            }
             Thread { [self] in pump(from: client, to: server, fault: nil, pair: pair) }.start()
             Thread { [self] in pump(from: server, to: client, fault: fault, pair: pair) { self.refuse(true) } }.start()
         }
@@ -146,6 +160,17 @@ private final class SocketPair: @unchecked Sendable {
     init(client: Int32, server: Int32) {
         self.client = client
         self.server = server
+    }
+
+    var isClosed: Bool { lock.withLock { ended == 2 } }
+
+    /// Shuts both sockets down unless both pumps ended (the descriptors may be closed and reused).
+    func cut() {
+        lock.withLock {
+            guard ended < 2 else { return }
+            shutdown(client, Int32(SHUT_RDWR))
+            shutdown(server, Int32(SHUT_RDWR))
+        }
     }
 
     func closeBoth() {

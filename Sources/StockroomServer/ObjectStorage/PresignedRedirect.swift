@@ -9,32 +9,21 @@ import StockroomHTTP
 /// object (`--content-delivery redirect`): 303 to the claim, 307 to a resume. The store serves the
 /// bytes and the ranges; Stockroom serves none.
 ///
-/// The object is checked first (a HEAD: still the size and ETag the catalogue hashed), so a URL
-/// never hands out bytes whose digest was not published. A URL lives no longer than
+/// The object is checked first (`ObjectContentStore.prepare`: a HEAD, still the size and ETag the
+/// catalogue hashed), so a URL never hands out bytes whose digest was not published. A URL lives no longer than
 /// `--presign-lifetime` nor than the download token, and is never logged.
 struct PresignedRedirect: Sendable {
     let client: S3Client
     let lifetime: Duration
     let logger: Logger
 
+    /// `prepared` is the object as `ObjectContentStore.prepare` found it: still the size and ETag
+    /// the catalogue hashed.
     func response(
-        status: HTTPResponse.Status, representation: ContentRepresentation, tokenExpiry: Date?, extraHeaders: HTTPFields, now: Date = Date()
+        status: HTTPResponse.Status, prepared: PreparedContent, tokenExpiry: Date?, extraHeaders: HTTPFields, now: Date = Date()
     ) async throws -> Response {
-        let key = representation.path
-        let head: S3Client.Head
-        do {
-            head = try await client.head(key)
-        } catch {
-            StockroomMetrics.objectStoreError(operation: "head", error)
-            if case .changed = error { throw ContentError.changedSinceHashed(key) }
-            logger.error("the object store could not give an object", metadata: ["key": .string(key), "operation": "head", "error": "\(error)"])
-            throw ContentError.unavailable(key: key, reason: error.description)
-        }
-        guard head.size == representation.size, representation.objectETag == nil || head.etag == representation.objectETag else {
-            StockroomMetrics.objectStoreError(operation: "head", .changed(key: key))
-            logger.warning("an object changed since the catalogue hashed it; the next poll hashes it again", metadata: ["key": .string(key)])
-            throw ContentError.changedSinceHashed(key)
-        }
+        let representation = prepared.representation
+        let key = prepared.absolutePath
         let remaining = tokenExpiry.map { Duration.seconds(Int64($0.timeIntervalSince(now).rounded(.down))) } ?? lifetime
         guard remaining >= .seconds(1), let url = client.presignedGET(key, lifetime: min(lifetime, remaining), now: now) else {
             throw ContentError.unavailable(key: key, reason: "no presigned URL could be made")

@@ -38,6 +38,7 @@ struct DownloadController<Context: ClientAddressContext, Store: ContentStore> {
         let body = try await request.body.collect(upTo: context.maxUploadSize)
         let input = try DownloadRequest.parse(Array(buffer: body))
         guard let product = catalog.catalog.product(id: input.productID) else { throw DownloadError.unknownProduct(input.productID) }
+        let prepared = try await prepare(product)
         let claim = try await entitlements.claim(
             ClaimRequest(
                 productID: product.productId, transactionID: input.transactionID, originalTransactionID: input.originalTransactionID, proof: input.proof,
@@ -45,7 +46,9 @@ struct DownloadController<Context: ClientAddressContext, Store: ContentStore> {
         switch claim {
         case .entitled(let row, let token):
             let slot = try acquireSlot(purchase: row.originalTransactionID, request: request, context: context)
-            return try await stream(row, product: product, head: nil, token: token, tokenExpiry: entitlements.expiry(of: token), slot: slot, context: context)
+            return try await stream(
+                row, product: product, prepared: prepared, head: nil, token: token, tokenExpiry: entitlements.expiry(of: token), slot: slot,
+                context: context)
         case .refused(let refusal):
             throw DownloadError.refused(refusal)
         case .unavailable(let retryAfter):
@@ -59,18 +62,23 @@ struct DownloadController<Context: ClientAddressContext, Store: ContentStore> {
 
     @Sendable func resume(_ request: Request, context: Context) async throws -> Response {
         let transactionID = try Self.transactionID(context)
-        if case .failure(let refusal) = entitlements.authorize(transactionID, bearer: Self.bearer(request)) {
-            throw DownloadError.refused(refusal)
+        let bearer = Self.bearer(request)
+        let productID: String
+        switch entitlements.authorize(transactionID, bearer: bearer) {
+        case .failure(let refusal): throw DownloadError.refused(refusal)
+        case .success(let granted): productID = granted.productID
         }
-        // A slot before the ledger counts the attempt: a full house changes nothing. The slot
-        // counts the purchase (original transaction) the record names; the resume then decides.
+        // The content, then a slot, before the ledger counts the attempt: content that cannot be
+        // read, or a full house, changes nothing. The slot counts the purchase (original
+        // transaction) the record names; the resume then decides.
+        guard let product = catalog.catalog.product(id: productID) else { throw DownloadError.unknownProduct(productID) }
+        let prepared = try await prepare(product)
         let purchase = handsOff ? nil : try await entitlements.ledger.fulfilment(transactionID)?.originalTransactionID
         let slot = try acquireSlot(purchase: purchase ?? transactionID, request: request, context: context)
-        let row = try await entitlements.resume(transactionID, bearer: Self.bearer(request)).orRefuse()
-        guard let product = catalog.catalog.product(id: row.productID) else { throw DownloadError.unknownProduct(row.productID) }
-        let bearer = Self.bearer(request)
+        let row = try await entitlements.resume(transactionID, bearer: bearer).orRefuse()
         return try await stream(
-            row, product: product, head: request.head, token: nil, tokenExpiry: bearer.flatMap(entitlements.expiry(of:)), slot: slot, context: context)
+            row, product: product, prepared: prepared, head: request.head, token: nil, tokenExpiry: bearer.flatMap(entitlements.expiry(of:)), slot: slot,
+            context: context)
     }
 
     // MARK: GET /v1/downloads/{transactionId}
@@ -114,8 +122,16 @@ struct DownloadController<Context: ClientAddressContext, Store: ContentStore> {
     /// Streams the product's file; the ledger hears how the body ended, and the slot is given back.
     /// With offload, answers with the headers and `X-Accel-Redirect` instead, and nginx's report
     /// tells the ledger.
+    /// The product's content checked (on disk, or in the bucket, as hashed) before the ledger
+    /// hears of a download; nil with offload, whose responder checks it itself.
+    private func prepare(_ product: Product) async throws -> PreparedContent? {
+        guard offload == nil else { return nil }
+        return try await responder.store.prepare(product.representation)
+    }
+
     private func stream(
-        _ row: Fulfilment, product: Product, head: HTTPRequest?, token: String?, tokenExpiry: Date?, slot: DownloadSlot?, context: Context
+        _ row: Fulfilment, product: Product, prepared: PreparedContent?, head: HTTPRequest?, token: String?, tokenExpiry: Date?, slot: DownloadSlot?,
+        context: Context
     ) async throws -> Response {
         let resumable = "/v1/downloads/\(row.transactionID)/content"
         var headers: HTTPFields = [.transactionID: row.transactionID, .location: resumable, .cacheControl: "no-store"]
@@ -126,9 +142,9 @@ struct DownloadController<Context: ClientAddressContext, Store: ContentStore> {
             // ask again for a fresh URL.
             headers[.location] = nil
             headers[.contentLocation] = resumable
+            guard let prepared else { throw ContentError.changedSinceHashed(product.file) }
             return try await redirect.response(
-                status: head == nil ? .seeOther : .temporaryRedirect, representation: product.representation, tokenExpiry: tokenExpiry,
-                extraHeaders: headers)
+                status: head == nil ? .seeOther : .temporaryRedirect, prepared: prepared, tokenExpiry: tokenExpiry, extraHeaders: headers)
         }
         if let offload {
             // nginx sends the bytes after this response, and its report to OffloadReportListener
@@ -141,7 +157,7 @@ struct DownloadController<Context: ClientAddressContext, Store: ContentStore> {
         let logger = context.logger
         let transactionID = row.transactionID
         let size = product.size
-        return try await responder.response(to: plannedHead, representation: product.representation, extraHeaders: headers) { report in
+        return try await responder.response(to: plannedHead, representation: product.representation, prepared: prepared, extraHeaders: headers) { report in
             slot?.release()
             StockroomMetrics.bytesStreamed(report.bytesSent)
             do {
