@@ -20,6 +20,17 @@ struct CatalogCommand: AsyncParsableCommand {
 
         func run() async throws {
             let configuration = try options.configuration()
+            if configuration.contentFolder.hasPrefix("s3://") {
+                let bucket = try BucketCatalog(configuration)
+                do throws(CatalogError) {
+                    let catalog = try await bucket.loader.load()
+                    print("ok: \(catalog.products.count) product\(catalog.products.count == 1 ? "" : "s"), catalogue version \(catalog.version)")
+                } catch {
+                    for problem in error.problems { print(problem) }
+                    throw ExitCode.failure
+                }
+                return
+            }
             let loader = try makeLoader(configuration)
             do {
                 let catalog = try loader.load()
@@ -52,7 +63,7 @@ struct CatalogCommand: AsyncParsableCommand {
         @Option(help: "non-consumable, consumable, auto-renewable or non-renewing.")
         var type: String
 
-        @Option(help: "Where to place the file, relative to the content folder (default: its file name).")
+        @Option(help: "Where to place the file, relative to the content folder or the bucket's prefix (default: its file name).")
         var path: String?
 
         @Option(help: "MIME type of the content (default: guessed from the extension).")
@@ -63,6 +74,13 @@ struct CatalogCommand: AsyncParsableCommand {
 
         func run() async throws {
             let configuration = try options.configuration()
+            if configuration.contentFolder.hasPrefix("s3://") {
+                // Content in a bucket: the file is uploaded there, and the catalogue (a file, or
+                // an object in the bucket) gets the entry, as `content push` does.
+                try await BucketCatalog(configuration).push(
+                    file: file, productID: productId, title: title, type: type, key: path, contentType: contentType, contentVersion: contentVersion)
+                return
+            }
             let loader = try makeLoader(configuration)
             guard let existing = FileManager.default.contents(atPath: loader.productsFile) else {
                 fail("\(loader.productsFile) cannot be read")

@@ -362,6 +362,68 @@ import Testing
         }
     }
 
+    // MARK: Operators
+
+    /// `stockroom content push` of 100 MiB: multipart with progress, hashed on the way, the entry
+    /// added to the bucket's catalogue, then published by a server (which hashes nothing itself
+    /// when it shares the state folder); a second push updates the entry; `catalog add` uploads too.
+    @Test func contentPushUploadsHashesAndPublishesAHundredMebibytes() async throws {
+        let bucket = try await Bucket.make()
+        let folder = try TemporaryFolder()
+        try await bucket.client.put("shop/products.json", body: Array(#"{"products": []}"#.utf8), contentType: "application/json")
+        let large = sampleBytes(count: 100 << 20, seed: 100)
+        try folder.write("level.pak", large)
+        try folder.write("level-v2.pak", sampleBytes(count: 3_000, seed: 2))
+        try folder.write("book.epub", ServerFixture.book)
+        let settings = [
+            "--content", "s3://\(bucket.client.bucket)/shop", "--catalog", "s3://\(bucket.client.bucket)/shop/products.json", "--s3-endpoint",
+            bucket.store.endpoint, "--database", folder.path + "/ledger.sqlite",
+        ]
+        let binary = try StockroomProcess.binary()
+        let pushed = try await StockroomProcess.run(
+            binary, ["content", "push", folder.path + "/level.pak", "--product", "com.example.level", "--title", "Level", "--type", "non-consumable"] + settings,
+            environment: bucket.store.environment)
+        let sha256 = ByteEncoding.hex(SHA256.hash(large))
+        #expect(pushed.contains("pushed com.example.level: s3://\(bucket.client.bucket)/shop/level.pak, 104857600 bytes"))
+        #expect(pushed.contains("sha256 \(sha256)"))
+        #expect(try await bucket.client.head("shop/level.pak").size == 104_857_600)
+
+        // `catalog add` with content in a bucket uploads there as well.
+        _ = try await StockroomProcess.run(
+            binary,
+            ["catalog", "add", "--product-id", DownloadFixture.book, "--file", folder.path + "/book.epub", "--title", "Book", "--type", "non-consumable", "--path", "books/book.epub"]
+                + settings, environment: bucket.store.environment)
+
+        let catalogKey = "shop/products.json"
+        try await DownloadFixture.run(
+            engine: .sqlite,
+            {
+                bucket.configure(&$0, delivery: .redirect)
+                $0.catalogFolder = "s3://\(bucket.client.bucket)/\(catalogKey)"
+            }
+        ) { fixture in
+            let product = String(buffer: try await fixture.client.execute(uri: "/v1/catalog/com.example.level", method: .get).body)
+            #expect(product.contains(#""sha256":"\#(sha256)""#))
+            #expect(product.contains(#""size":104857600"#))
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            let location = try #require(try await fixture.post(purchase).headers[.location])
+            #expect(try await Self.fetch(location).body == ServerFixture.book)
+
+            // A second push of the same product replaces its object and bumps its version.
+            _ = try await StockroomProcess.run(
+                binary, ["content", "push", folder.path + "/level-v2.pak", "--product", "com.example.level", "--key", "level.pak"] + settings,
+                environment: bucket.store.environment)
+            let deadline = ContinuousClock.now + .seconds(30)
+            var updated = ""
+            while !updated.contains(#""contentVersion":"2""#), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+                updated = String(buffer: try await fixture.client.execute(uri: "/v1/catalog/com.example.level", method: .get).body)
+            }
+            #expect(updated.contains(#""size":3000"#))
+            #expect(updated.contains(ByteEncoding.hex(SHA256.hash(sampleBytes(count: 3_000, seed: 2)))))
+        }
+    }
+
     // MARK: Several instances
 
     @Test func twoInstancesOnOneLedgerAndOneBucketShareNoFolder() async throws {

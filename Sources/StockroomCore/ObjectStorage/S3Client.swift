@@ -106,8 +106,14 @@ public final class S3Client: Sendable {
 
     /// Puts a small object (a catalogue, a part-sized file) in one request; returns its ETag.
     @discardableResult
-    public func put(_ key: String, body: [UInt8], contentType: String, timeout: Duration? = nil) async throws(ObjectStoreError) -> String {
-        let answer = try await send(.put, key: key, headers: [("Content-Type", contentType)], body: body, timeout: timeout)
+    /// With `ifMatch`, only over the object with that ETag (a catalogue two operators may edit):
+    /// `.changed` when another write came first.
+    public func put(_ key: String, body: [UInt8], contentType: String, ifMatch: String? = nil, timeout: Duration? = nil) async throws(ObjectStoreError)
+        -> String
+    {
+        var headers: [(name: String, value: String)] = [("Content-Type", contentType)]
+        if let ifMatch { headers.append(("If-Match", ifMatch)) }
+        let answer = try await send(.put, key: key, headers: headers, body: body, timeout: timeout)
         try check(answer, key: key)
         guard (200..<300).contains(answer.status), let etag = answer.headers["etag"] else { throw .badAnswer("\(answer.status) to a PUT of \"\(key)\"") }
         return etag

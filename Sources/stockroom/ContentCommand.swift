@@ -1,0 +1,175 @@
+import ArgumentParser
+import Foundation
+import StockroomCore
+import StockroomServer
+
+/// `stockroom content push`: the operator's way to put content in a bucket.
+struct ContentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "content",
+        abstract: "Put content in the bucket named by --content s3://BUCKET/PREFIX.",
+        subcommands: [Push.self]
+    )
+
+    /// `stockroom content push FILE --product ID`: uploads, hashes on the way, and adds or updates
+    /// the catalogue entry, so that operators never need another S3 tool for Stockroom's job.
+    struct Push: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Upload a file to the bucket (multipart when large, with progress) and add or update its product in products.json.",
+            discussion: """
+                The SHA-256 is computed from the bytes as they are sent. Running servers publish the product at their next \
+                poll (--s3-poll-interval). Replacing the object of a product already published makes its downloads answer \
+                503 content_changing until then; push to a new --key to avoid that.
+                """)
+
+        @OptionGroup var options: ServerOptions
+
+        @Argument(help: "The file to upload.")
+        var file: String
+
+        @Option(help: "The App Store product ID, e.g. com.example.app.book2.")
+        var product: String
+
+        @Option(help: "The title shown in the catalogue (needed for a new product).")
+        var title: String?
+
+        @Option(help: "non-consumable, consumable, auto-renewable or non-renewing (needed for a new product).")
+        var type: String?
+
+        @Option(help: "The object's key under the prefix (default: the product's current key, else the file's name).")
+        var key: String?
+
+        @Option(help: "MIME type of the content (default: the product's, else guessed from the extension).")
+        var contentType: String?
+
+        @Option(help: "Version of the content (default: the product's plus one, else 1).")
+        var contentVersion: String?
+
+        func run() async throws {
+            let configuration = try options.configuration()
+            try await BucketCatalog(configuration).push(
+                file: file, productID: product, title: title, type: type, key: key, contentType: contentType, contentVersion: contentVersion)
+        }
+    }
+}
+
+/// The catalogue and content of a bucket, as the operator commands edit them.
+struct BucketCatalog {
+    let configuration: ServerConfiguration
+    let location: ObjectLocation
+    let client: S3Client
+    let loader: ObjectCatalogLoader
+
+    /// The bucket of `--content`; a usage failure when content is a folder.
+    init(_ configuration: ServerConfiguration) throws {
+        self.configuration = configuration
+        let location: ObjectLocation
+        do {
+            guard let parsed = try ObjectLocation(parsing: configuration.contentFolder) else {
+                fail("--content is a folder: content push uploads to a bucket (--content s3://BUCKET/PREFIX); for a folder use catalog add")
+            }
+            location = parsed
+        } catch {
+            fail("--content: \(error)")
+        }
+        guard let settings = configuration.objectStore else { fail("--content \(location) needs the store's settings and credentials") }
+        self.location = location
+        self.client = S3Client(settings: settings, bucket: location.bucket)
+        let place: ObjectCatalogLoader.CatalogPlace
+        do {
+            if let catalog = try ObjectLocation(parsing: configuration.catalogFolder) {
+                let key = String(catalog.prefix.dropLast())
+                guard !key.isEmpty else { fail("--catalog s3://BUCKET/KEY must name the products.json object") }
+                place = .object(catalog.bucket == location.bucket ? client : S3Client(settings: settings, bucket: catalog.bucket), key: key)
+            } else {
+                place = .file(configuration.catalogFolder + "/products.json")
+            }
+        } catch {
+            fail("--catalog: \(error)")
+        }
+        self.loader = ObjectCatalogLoader(catalog: place, content: client, location: location, digests: DigestCache(file: configuration.digestCachePath))
+    }
+
+    /// Uploads `file` and adds or updates the product, then writes the catalogue once it validates.
+    func push(
+        file: String, productID: String, title: String?, type: String?, key: String?, contentType: String?, contentVersion: String?
+    ) async throws {
+        guard FileManager.default.isReadableFile(atPath: file) else { fail("\(file) cannot be read") }
+        let current: (bytes: [UInt8], stamp: FileStamp?, etag: String?)
+        var catalogFile: CatalogFile
+        do {
+            current = try await loader.readCatalog()
+            catalogFile = try CatalogFile.decode(current.bytes)
+        } catch {
+            fail("the current catalogue cannot be used; fix it first:\n" + error.problems.joined(separator: "\n"))
+        }
+        let index = catalogFile.products.firstIndex { $0.productId == productID }
+        let existing = index.map { catalogFile.products[$0] }
+        let relative = key ?? existing?.file ?? URL(fileURLWithPath: file).lastPathComponent
+        let objectKey = location.key(relative)
+        guard ObjectKey.isValid(objectKey) else {
+            fail("the key \"\(objectKey)\" is not valid (letters, digits and - _ . / + = , @ ~ !, no empty, . or .. segment); choose --key")
+        }
+        guard existing != nil || (title != nil && type != nil) else { fail("\(productID) is a new product: give --title and --type") }
+        let entry = CatalogFile.Entry(
+            productId: productID, title: title ?? existing?.title, type: type ?? existing?.type, file: relative,
+            contentType: contentType ?? existing?.contentType ?? MediaTypes.guess(forPath: relative),
+            contentVersion: contentVersion ?? existing.map { Self.nextVersion($0.contentVersion) } ?? "1",
+            sampleContentProvided: existing?.sampleContentProvided)
+        if let index { catalogFile.products[index] = entry } else { catalogFile.products.append(entry) }
+
+        let started = ContinuousClock.now
+        let uploaded: ObjectUpload.Result
+        do {
+            uploaded = try await ObjectUpload(client: client).upload(file, to: objectKey, contentType: entry.contentType ?? "application/octet-stream") {
+                sent, total in
+                let percent = total > 0 ? sent * 100 / total : 100
+                FileHandle.standardError.write(Data("pushed \(Self.mebibytes(sent)) of \(Self.mebibytes(total)) (\(percent)%)\n".utf8))
+            }
+        } catch {
+            fail("the upload of \(file) to s3://\(location.bucket)/\(objectKey) failed: \(error)")
+        }
+        // Stockroom computed this digest from the bytes it sent: no server here hashes them again.
+        loader.digests.remember(object: "s3://\(location.bucket)/\(objectKey)", head: uploaded.head, sha256: uploaded.sha256)
+        let catalog: Catalog
+        do {
+            catalog = try await loader.validate(catalogFile)
+        } catch {
+            FileHandle.standardError.write(Data("the object is uploaded, but the catalogue was not changed:\n".utf8))
+            for problem in error.problems { print(problem) }
+            throw ExitCode.failure
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try catalogFile.encoded())
+        } catch {
+            fail("the catalogue could not be encoded: \(error)")
+        }
+        switch loader.catalog {
+        case .file(let path):
+            try AtomicFile.write(Data(bytes), to: path)
+        case .object(let catalogClient, let key):
+            do {
+                try await catalogClient.put(key, body: bytes, contentType: "application/json", ifMatch: current.etag)
+            } catch .changed {
+                fail("\(loader.catalogName) changed while this ran; the object is uploaded: run the push again")
+            } catch {
+                fail("\(loader.catalogName) could not be written: \(error)")
+            }
+        }
+        let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18 + Double((ContinuousClock.now - started).components.seconds)
+        print(
+            "pushed \(productID): s3://\(location.bucket)/\(objectKey), \(uploaded.head.size) bytes in \(String(format: "%.1f", seconds)) s, sha256 \(uploaded.sha256)"
+        )
+        print("catalogue version \(catalog.version) written to \(loader.catalogName); running servers publish it at their next poll")
+    }
+
+    private static func nextVersion(_ version: String?) -> String {
+        guard let version, let number = Int(version) else { return version ?? "1" }
+        return String(number + 1)
+    }
+
+    private static func mebibytes(_ bytes: Int64) -> String {
+        String(format: "%.1f MiB", Double(bytes) / 1_048_576)
+    }
+}
