@@ -424,6 +424,34 @@ import Testing
         }
     }
 
+    /// `stockroom doctor` checks the bucket, the credentials and a signed HEAD of every object.
+    @Test func doctorChecksTheBucketTheCredentialsAndEachObject() async throws {
+        let bucket = try await Bucket.make()
+        var fixture = try ServerFixture()
+        bucket.configure(&fixture.configuration, delivery: .redirect)
+        fixture.configuration.upstream = .simulator
+        func finding(_ configuration: ServerConfiguration) async -> Doctor.Finding? {
+            await Doctor(configuration: configuration, trustRootFiles: []).run().first { $0.check == "object storage" }
+        }
+        let good = try #require(await finding(fixture.configuration))
+        #expect(good.passed)
+        #expect(good.detail.contains("all 2 products' objects answer a signed HEAD"))
+
+        var wrong = fixture.configuration
+        wrong.objectStore = try ObjectStoreSettings(
+            endpoint: bucket.store.endpoint, region: "us-east-1",
+            credentials: .init(accessKeyID: bucket.store.credentials.accessKeyID, secretAccessKey: "doctor-wrong-secret-000"))
+        let denied = try #require(await finding(wrong))
+        #expect(!denied.passed)
+        #expect(denied.detail.contains("check the credentials"))
+        #expect(!denied.detail.contains("doctor-wrong-secret-000"))
+
+        try await bucket.client.delete("shop/big.bin")
+        let missing = try #require(await finding(fixture.configuration))
+        #expect(!missing.passed)
+        #expect(missing.detail.contains("shop/big.bin: the object \"shop/big.bin\" does not exist"))
+    }
+
     // MARK: Several instances
 
     @Test func twoInstancesOnOneLedgerAndOneBucketShareNoFolder() async throws {

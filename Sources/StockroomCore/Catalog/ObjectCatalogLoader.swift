@@ -143,6 +143,32 @@ public struct ObjectCatalogLoader: Sendable {
         }
     }
 
+    /// What `stockroom doctor` checks without hashing or writing anything: `products.json` reads
+    /// and decodes, and every product's object answers a signed HEAD. Returns the product count,
+    /// or every problem.
+    public func check() async -> Result<Int, CatalogError> {
+        let file: CatalogFile
+        do {
+            file = try CatalogFile.decode(try await readCatalog().bytes)
+        } catch {
+            return .failure(error)
+        }
+        var problems: [String] = []
+        var keys: [String] = []
+        for (offset, entry) in file.products.enumerated() {
+            guard let name = entry.file, ObjectKey.isValid(location.key(name)) else {
+                problems.append("product \(offset + 1): file is missing or not a valid object key")
+                continue
+            }
+            keys.append(location.key(name))
+        }
+        let heads = await self.heads(keys)
+        for key in keys {
+            if case .failure(let error) = heads[key] { problems.append("\(key): \(error)") }
+        }
+        return problems.isEmpty ? .success(file.products.count) : .failure(CatalogError(problems))
+    }
+
     /// `products.json`'s bytes, with its stamp (a file) or ETag (an object).
     public func readCatalog() async throws(CatalogError) -> (bytes: [UInt8], stamp: FileStamp?, etag: String?) {
         switch catalog {

@@ -60,6 +60,9 @@ public struct Doctor: Sendable {
     /// Loads the catalogue as `serve` would (every file hashed; the digest cache is not written).
     func catalogue() async -> (Finding, Catalog?) {
         let configuration = self.configuration
+        if configuration.contentFolder.hasPrefix("s3://") || configuration.catalogFolder.hasPrefix("s3://") {
+            return (await bucket(), nil)
+        }
         do {
             let catalog = try await NIOThreadPool.catalog.runIfActive { () throws -> Catalog in
                 let jail = try ContentJail(folder: configuration.contentFolder)
@@ -70,6 +73,28 @@ public struct Doctor: Sendable {
             return (Finding(check: "catalogue", passed: false, detail: error.description.split(separator: "\n").joined(separator: "; ")), nil)
         } catch {
             return (Finding(check: "catalogue", passed: false, detail: "the content folder: \(error)"), nil)
+        }
+    }
+
+    /// Content in a bucket: the settings, the credentials and the bucket (a signed HEAD of it),
+    /// then the catalogue and a signed HEAD of every product's object. Nothing is hashed or written.
+    func bucket() async -> Finding {
+        let objects: ObjectContent?
+        do {
+            objects = try await ObjectContent.open(configuration, logger: Logger(label: "stockroom.doctor", factory: { _ in SwiftLogNoOpLogHandler() }))
+        } catch StartupError.objectStorage(let detail) {
+            return Finding(check: "object storage", passed: false, detail: detail)
+        } catch {
+            return Finding(check: "object storage", passed: false, detail: error.description)
+        }
+        guard let objects else { return Finding(check: "object storage", passed: false, detail: "--catalog in a bucket needs --content in a bucket") }
+        let origin = objects.client.settings.base(bucket: objects.location.bucket).origin
+        let store = "\(objects.location) at \(origin), region \(objects.client.settings.region), \(objects.client.settings.credentials)"
+        switch await objects.loader.check() {
+        case .success(let count):
+            return Finding(check: "object storage", passed: true, detail: "\(store): the bucket and all \(count) products' objects answer a signed HEAD")
+        case .failure(let error):
+            return Finding(check: "object storage", passed: false, detail: "\(store): " + error.problems.joined(separator: "; "))
         }
     }
 
