@@ -19,25 +19,29 @@ public struct ObjectContentStore: ContentStore {
     public let client: S3Client
     public let chunkSize: Int
     public let attempts: Int
+    private let heads: ObjectHeads
     private let logger: Logger
 
     public init(client: S3Client, chunkSize: Int = defaultChunkSize, attempts: Int = 3, logger: Logger = Logger(label: "stockroom.content")) {
         self.client = client
         self.chunkSize = chunkSize
         self.attempts = attempts
+        self.heads = ObjectHeads(client: client)
         self.logger = logger
     }
 
-    /// Checks with a HEAD that the object is still the one hashed.
+    /// Checks with a HEAD (shared by concurrent downloads, `ObjectHeads`) that the object is still
+    /// the one hashed.
     public func prepare(_ representation: ContentRepresentation) async throws -> PreparedContent {
         let key = representation.path
         let head: S3Client.Head
         do {
-            head = try await client.head(key)
+            head = try await heads.head(key)
         } catch {
             throw failure(error, key: key, operation: "head")
         }
         guard head.size == representation.size, representation.objectETag == nil || head.etag == representation.objectETag else {
+            heads.forget(key)
             StockroomMetrics.objectStoreError(operation: "head", .changed(key: key))
             logger.warning("an object changed since the catalogue hashed it; the next poll hashes it again", metadata: ["key": .string(key)])
             throw ContentError.changedSinceHashed(key)
@@ -91,6 +95,7 @@ public struct ObjectContentStore: ContentStore {
     }
 
     private func failure(_ error: ObjectStoreError, key: String, operation: String) -> ContentError {
+        heads.forget(key)
         StockroomMetrics.objectStoreError(operation: operation, error)
         if case .changed = error {
             logger.warning("an object changed since the catalogue hashed it; the next poll hashes it again", metadata: ["key": .string(key)])

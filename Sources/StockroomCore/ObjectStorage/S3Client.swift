@@ -73,6 +73,14 @@ public final class S3Client: Sendable {
         guard Int64(answer.body.count) >= expected || answer.status == 206 else {
             throw .badAnswer("\(answer.body.count) bytes for \(expected) of \"\(key)\"")
         }
+        if answer.status == 206 {
+            // The range sent must be the range asked: bytes from elsewhere in the object would pass
+            // every length check.
+            let expectedRange = "bytes \(range.lowerBound)-\(range.upperBound)/"
+            guard answer.headers["content-range"]?.hasPrefix(expectedRange) == true else {
+                throw .badAnswer("a range of \"\(key)\" other than the one asked (\(answer.headers["content-range"] ?? "no Content-Range"))")
+            }
+        }
         let body = answer.status == 200 ? Array(answer.body.prefix(Int(expected))) : answer.body
         guard Int64(body.count) == expected else { throw .unavailable("\(body.count) of \(expected) bytes of \"\(key)\" arrived") }
         return body

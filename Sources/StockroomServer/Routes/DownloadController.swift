@@ -66,7 +66,8 @@ struct DownloadController<Context: ClientAddressContext, Store: ContentStore> {
         let productID: String
         switch entitlements.authorize(transactionID, bearer: bearer) {
         case .failure(let refusal): throw DownloadError.refused(refusal)
-        case .success(let granted): productID = granted.productID
+        case .success((_, true)): throw DownloadError.refused(.tokenExpired)
+        case .success((let product, false)): productID = product
         }
         // The content, then a slot, before the ledger counts the attempt: content that cannot be
         // read, or a full house, changes nothing. The slot counts the purchase (original
