@@ -212,7 +212,11 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if transfer.disposition == nil, let response {
             // No body at all (a 304, an empty 200): decide anyway, so an empty file is created.
             transfer.disposition = transfer.decide(response)
-            if case .stop = transfer.disposition { transfer.stopped = true }
+            switch transfer.disposition {
+            case .stop: transfer.stopped = true
+            case .fail(let error): transfer.failure = transfer.failure ?? error  // refused by its head alone
+            default: break
+            }
         }
         var result = TransferResult(response: response, body: transfer.body)
         if transfer.stopped {
