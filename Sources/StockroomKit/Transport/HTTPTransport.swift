@@ -45,6 +45,8 @@ struct TransportSettings: Sendable {
 ///
 /// It follows no redirect: a 3xx is the answer (`ServerOrigin` says where requests may go), so
 /// a proof or a token never travels to a host it was not meant for, nor from `https` to `http`.
+/// The one redirect the client follows, to an object store's content, `Delivery` follows itself
+/// with a request of its own that carries no credential.
 /// Every transfer keeps to `TransferPace`'s deadlines.
 final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     /// What carries the transfers.
