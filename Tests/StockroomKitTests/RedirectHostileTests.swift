@@ -281,6 +281,53 @@ import FoundationNetworking
         #expect(Self.leaks(store) == [], "and never to the store")
     }
 
+    @Test func aRedirectToAnotherRepresentationStartsOverFromTheFirstByte() async throws {
+        let scene = try HostileServerTests.Scene()
+        let replaced = sampleBytes(count: 12_000, seed: 9)
+        var hasher = SHA256Digest()
+        hasher.update(Data(replaced))
+        let digest = Data(hasher.finalize()).base64EncodedString()
+        let store = try ScriptedHTTPServer { request in
+            request.line.contains("replaced") ? Self.object(body: replaced) : Self.object(cut: 5_000)
+        }
+        let replacedURL = Self.presigned(store).replacingOccurrences(of: "book.epub", with: "replaced.epub")
+        let stockroom = try Self.stockroom(
+            to: store,
+            content: {
+                Self.redirect(
+                    "307 Temporary Redirect", to: replacedURL, headers: ["ETag": "\"v2\"", "Repr-Digest": "sha-256=:\(digest):", "X-Content-Size": "12000"])
+            })
+        defer { store.stop(); stockroom.stop() }
+        let outcome = try await scene.delivery(stockroom).deliver(HostileServerTests.purchase())
+        #expect(outcome.code == "delivered", "\(outcome)")
+        #expect(FileManager.default.contents(atPath: scene.files + "/" + Self.product) == Data(replaced))
+        #expect(store.requests.map { $0.header("Range") } == [nil, nil], "the bytes of the old representation were dropped")
+        #expect(stockroom.requests[1].header("Range") == "bytes=5000-", "Stockroom was asked to continue, and said the file had changed")
+    }
+
+    @Test func aTokenRenewedForTheAcknowledgementComesFromA303AndFetchesNothingAgain() async throws {
+        let scene = try HostileServerTests.Scene()
+        let acknowledgements = Counter()
+        let store = try ScriptedHTTPServer { _ in Self.object() }
+        let location = Self.presigned(store)
+        let stockroom = try ScriptedHTTPServer { request in
+            if request.line.hasPrefix("POST /v1/downloads ") {
+                return Self.redirect(to: location, headers: ["X-Download-Token": "token-\(acknowledgements.value + 1)"])
+            }
+            guard request.line.contains("/ack ") else { return HostileServerTests.answer("404 Not Found", "{}") }
+            if acknowledgements.next() == 1 {
+                return HostileServerTests.answer("401 Unauthorized", #"{"error": {"code": "token_expired", "message": "expired"}}"#)
+            }
+            return HostileServerTests.acknowledged
+        }
+        defer { store.stop(); stockroom.stop() }
+        let outcome = try await scene.delivery(stockroom).deliver(HostileServerTests.purchase())
+        #expect(outcome.code == "delivered", "\(outcome)")
+        #expect(store.requests.count == 1, "the 303 that renewed the token was not followed: the file was in place")
+        #expect(Self.lines(stockroom) == ["POST /v1/downloads", "POST /v1/downloads/\(Self.transaction)/ack", "POST /v1/downloads", "POST /v1/downloads/\(Self.transaction)/ack"])
+        #expect(stockroom.requests.last?.header("Authorization") == "Bearer token-2")
+    }
+
     // MARK: Fresh URLs are bounded
 
     @Test func aStoreThatRefusesEveryURLEndsInRetryLaterAfterThreeFreshOnes() async throws {
@@ -307,4 +354,15 @@ extension HTTPURLResponse {
         fields[name] = value
         return HTTPURLResponse(url: url!, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: fields)!
     }
+}
+
+/// A count shared with a scripted server's threads.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    var value: Int { lock.withLock { count } }
+
+    /// Counts one more, and tells the new count.
+    func next() -> Int { lock.withLock { count += 1; return count } }
 }
