@@ -901,8 +901,6 @@ class Certificates:
     def __init__(self, folder):
         os.makedirs(folder)
         self.ca = os.path.join(folder, "ca.pem")
-        self.certificate = os.path.join(folder, "server.pem")
-        key = os.path.join(folder, "server.key")
         ca_key = os.path.join(folder, "ca.key")
         extensions = os.path.join(folder, "server.ext")
         with open(extensions, "w") as file:
@@ -910,14 +908,22 @@ class Certificates:
         ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         openssl("req", "-x509", *ec, "-keyout", ca_key, "-out", self.ca, "-days", "2", "-subj", "/CN=Stockroom hostile suite CA",
                 "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-        request = os.path.join(folder, "server.csr")
-        openssl("req", "-new", *ec, "-keyout", key, "-out", request, "-subj", "/CN=127.0.0.1")
-        openssl("x509", "-req", "-in", request, "-CA", self.ca, "-CAkey", ca_key, "-CAcreateserial", "-out", self.certificate,
-                "-days", "2", "-extfile", extensions)
+
+        def server(name):
+            """A certificate the CA signed for IP:127.0.0.1, on a key of its own, and a TLS context serving it."""
+            certificate, key, request = (os.path.join(folder, name + suffix) for suffix in (".pem", ".key", ".csr"))
+            openssl("req", "-new", *ec, "-keyout", key, "-out", request, "-subj", "/CN=127.0.0.1")
+            openssl("x509", "-req", "-in", request, "-CA", self.ca, "-CAkey", ca_key, "-CAcreateserial", "-out", certificate,
+                    "-days", "2", "-extfile", extensions)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(certificate, key)
+            return certificate, context
+
+        self.certificate, self.context = server("server")
+        # An object store the server redirects content to: the same CA, another key.
+        _, self.store_context = server("store")
         self.pin = spki_pin(self.certificate)
         self.wrong_pin = spki_pin(self.ca)  # a real key, just not the server's
-        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.context.load_cert_chain(self.certificate, key)
 
 
 def openssl(*args, stdin=None):
@@ -996,6 +1002,70 @@ def _(case):
     run = case.client("deliver", "--cacert", certificates.ca)
     case.check("deliver: reached the HTTPS server's redirect (else nothing was tested)", any(r.method == "POST" for r in script.requests), run.summary())
     case.expect_exit(run, nonzero, "exits non-zero")
+    case.expect_nothing_elsewhere()
+
+
+class ContentRedirected(Honest):
+    """`--content-delivery redirect`: the claim answered 303 and the content 307 to a presigned URL on
+    `store`, with Stockroom's word for the bytes (Repr-Digest, X-Content-Size) and the resumable path
+    in Content-Location; the bytes come from the store."""
+
+    store = None
+
+    def redirect(self, out, status, transaction, product, token=None):
+        data = self.files[product]
+        headers = [("Location", "%s/bucket/%s?X-Amz-Expires=60&X-Amz-Signature=0123abcd" % (self.store, product)),
+                   ("Content-Location", self.location(transaction)), ("ETag", etag_of(data)), ("Repr-Digest", repr_digest_of(data)),
+                   ("X-Content-Size", str(len(data))), ("X-Transaction-Id", transaction), ("Cache-Control", "no-store")]
+        out.send(status, headers + ([("X-Download-Token", token)] if token else []))
+
+    def grant(self, request, out):
+        body = request.json() or {}
+        product, transaction = body.get("productId"), body.get("transactionId")
+        if product not in self.files or not isinstance(transaction, str):
+            return out.error(404, "unknown_product")
+        self.redirect(out, 303, transaction, product, self.issue(transaction, product))
+
+    def content(self, request, out):
+        granted = self.grants.get(request.bearer)
+        if granted is None:
+            return out.error(401, "token_invalid")
+        self.redirect(out, 307, granted[0], granted[1])
+
+
+class Store(Script):
+    """An object store: the content at any path, under its own ETag (an MD5, not Stockroom's)."""
+
+    def handle(self, request, out):
+        out.send(200, [("ETag", '"0123456789abcdef0123456789abcdef"'), ("Content-Type", "application/octet-stream")], CONTENT)
+
+
+@scenario("14j TLS, content redirected (303) to an http:// store on the second listener")
+def _(case):
+    certificates = Certificates.get(case.suite)
+    script = case.serve(ContentRedirected, tls=certificates.context)
+    script.store = case.away[0].url
+    run = case.client("deliver", "--cacert", certificates.ca)
+    case.expect_request("POST", "/v1/downloads", "deliver: reached the HTTPS server's 303 (else nothing was tested)")
+    case.expect_exit(run, 2, "is not delivered: exits 2 (bad_answer, retry later)")
+    case.expect_nothing_elsewhere()
+
+
+@scenario("14k TLS, content redirected (303) to an https:// store with another key, --cacert and the server's --pin")
+def _(case):
+    certificates = Certificates.get(case.suite)
+    script = case.serve(ContentRedirected, tls=certificates.context)
+    store = Listener(Store(case), tls=certificates.store_context)
+    case.listeners.append(store)
+    script.store = store.url
+    run = case.client("deliver", "--cacert", certificates.ca, "--pin", certificates.pin)
+    case.expect_exit(run, 0, "delivers: the pin is the server's, the CA file also the store's")
+    case.check("deliver: the file is the store's", regular_file_with(os.path.join(case.into, PRODUCT), CONTENT))
+    asked = store.script.requests
+    case.check("deliver: the store got one GET", [r.method for r in asked] == ["GET"], "; ".join(map(str, asked)))
+    carried = [str(r) for r in asked if r.header("Authorization") or r.header("Cookie") or any(x and x.encode() in r.raw for x in case.secrets)]
+    case.check("deliver: the store got no token, proof or cookie", not carried, "; ".join(carried))
+    case.expect_request("POST", "/ack", "deliver: acknowledged to the server")
     case.expect_nothing_elsewhere()
 
 

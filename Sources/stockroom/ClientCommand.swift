@@ -58,6 +58,9 @@ struct ClientCommand: AsyncParsableCommand {
                 (safe to finish); 2 when it should be retried later (the journal keeps the date);
                 3 when the receipt should be refreshed; 1 otherwise (finish with no content after a
                 revocation, or the app's decision). Run it again with the same --journal to resume.
+                Content the server redirects to an object store (a 303 or 307 to a presigned URL) is
+                fetched there with no token, proof or cookie, checked the same way, and acknowledged
+                to the server.
                 """)
 
         @OptionGroup var connection: ClientConnection

@@ -8,10 +8,17 @@ struct ClientConnection: ParsableArguments {
     @Option(help: "Stockroom's base URL (STOCKROOM_SERVER).")
     var server: String?
 
-    @Option(help: "A PEM file of certificate authorities to trust instead of the system's (else CURL_CA_BUNDLE or SSL_CERT_FILE, when set).")
+    @Option(
+        help: """
+            A PEM file of certificate authorities to trust instead of the system's (else CURL_CA_BUNDLE or SSL_CERT_FILE, when set); \
+            also for an object store the server sends content to, as curl -L does.
+            """)
     var cacert: String?
 
-    @Option(help: ArgumentHelp("A pinned public key, curl's spelling: sha256//BASE64 (several joined by ';', or repeated).", valueName: "sha256//…"))
+    @Option(
+        help: ArgumentHelp(
+            "A pinned public key of the server, curl's spelling: sha256//BASE64 (several joined by ';', or repeated); not an object store's.",
+            valueName: "sha256//…"))
     var pin: [String] = []
 
     @Option(help: "Seconds to wait for an answer's head or the next byte; a body slower than 1 KiB/s over that window ends too.")
@@ -70,6 +77,8 @@ struct ClientConnection: ParsableArguments {
     func configuration(into: String, journal: String) throws -> Delivery.Configuration {
         var configuration = Delivery.Configuration(server: try url(), journalFolder: URL(fileURLWithPath: journal), folder: URL(fileURLWithPath: into))
         configuration.trust = try trust()
+        // An object store that content is redirected to: the same authorities, never the server's pins.
+        configuration.storeTrust = TLSTrust(certificateAuthorities: configuration.trust.certificateAuthorities)
         configuration.requestTimeout = timeout
         configuration.observer = { event in
             switch event {

@@ -334,6 +334,18 @@ import Testing
         #expect(server.requests.count == 1, "not downloaded again and again")
     }
 
+    /// A head refused with no body after it (nothing arrived to stop) is refused all the same: it
+    /// once counted as a new grant to use at once, and brought 40 requests before `no_progress`.
+    @Test(arguments: TransportTests.engines)
+    func anEmptyDownloadWithNoDigestIsRefusedAtTheFirstAnswer(_ engine: HTTPTransport.Engine) async throws {
+        let scene = try Scene()
+        let server = try ScriptedHTTPServer { _ in Self.download(headers: ["Repr-Digest": ""], body: []) }
+        defer { server.stop() }
+        let outcome = try await scene.delivery(server) { $0.transportEngine = engine }.deliver(Self.purchase())
+        #expect(outcome.code == "bad_answer", "\(outcome)")
+        #expect(server.requests.count == 1)
+    }
+
     @Test func aBodyTrickledAByteAtATimeEndsInRetryLater() async throws {
         let scene = try Scene()
         let server = try ScriptedHTTPServer { _ in

@@ -131,11 +131,13 @@ final class EventLog: @unchecked Sendable {
 
     var all: [DeliveryEvent] { lock.withLock { events } }
 
-    /// `METHOD status [from N]` per answered request, for readable expectations.
+    /// `METHOD status [from N]` per answered request, for readable expectations; `store` for an
+    /// object store's (an absolute URL).
     var requests: [String] {
         all.compactMap { event in
             guard case .response(_, let method, let path, let rangeStart, let status) = event else { return nil }
-            let kind = path.hasSuffix("/ack") ? "ack" : path.hasSuffix("/content") ? "GET" : path == "/v1/restores" ? "restore" : method
+            let kind =
+                path.hasPrefix("http") ? "store" : path.hasSuffix("/ack") ? "ack" : path.hasSuffix("/content") ? "GET" : path == "/v1/restores" ? "restore" : method
             return rangeStart.map { "\(kind) \(status) from \($0)" } ?? "\(kind) \(status)"
         }
     }

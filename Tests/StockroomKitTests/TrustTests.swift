@@ -38,6 +38,41 @@ import Testing
         #expect(ServerOrigin(URL(string: "ftp://example.com/")!) == nil)
     }
 
+    @Test func onlyA303ToTheClaimAndA307ToTheContentLeadOffTheOrigin() {
+        for (status, exchange) in [(303, ServerOrigin.Exchange.claim), (307, .content)] {
+            #expect(ServerOrigin.leadsToContent(status: status, answering: exchange))
+        }
+        for status in [300, 301, 302, 303, 304, 305, 307, 308, 200] {
+            #expect(!ServerOrigin.leadsToContent(status: status, answering: .other), "\(status) to the status, ack, restore or catalogue")
+            if status != 303 { #expect(!ServerOrigin.leadsToContent(status: status, answering: .claim), "\(status) to the claim") }
+            if status != 307 { #expect(!ServerOrigin.leadsToContent(status: status, answering: .content), "\(status) to the content") }
+        }
+    }
+
+    @Test func aStoreURLIsAnAbsoluteHTTPURLWithAHostAndNoUserInfoNeverHTTPFromHTTPS() throws {
+        let plain = try #require(ServerOrigin(URL(string: "http://127.0.0.1:8080")!))
+        let secure = try #require(ServerOrigin(URL(string: "https://content.example.com")!))
+        let presigned = "/bucket/books/book.epub?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F20261126%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=ab12"
+        for good in [
+            "http://127.0.0.1:41119" + presigned, "https://bucket.s3.eu-west-1.amazonaws.com" + presigned, "HTTPS://Store.Example.com:443/k",
+            "http://[::1]:9000/bucket/k", "http://store.example.com", "http://127.0.0.1:8080/v1/same-origin-too",
+        ] {
+            #expect(plain.storeURL(good)?.absoluteString == good, "\(good)")
+        }
+        #expect(secure.storeURL("https://store.example.com" + presigned) != nil)
+        for bad in [
+            "//store.example.com/k", "/bucket/k", "bucket/k", "", "ftp://store.example.com/k", "file:///etc/passwd", "javascript:alert(1)",
+            "http://user@store.example.com/k", "http://user:pw@store.example.com/k", "http://store.example.com:80@evil.example/k",
+            "http://store.example.com\\@evil.example/k", "http://evil.example%2F@store.example.com/k", "http://store.example.com/k#fragment",
+            "http://store.example.com/k k", "http://store.example.com/k\r\nX: y", "http:/store.example.com/k", "http://:80/k", "http://store.example.com:/k",
+            "http://store.example.com:99999/k", "http://store.example.com:0/k", "http://[::1/k", "http://störe.example.com/k", "http://store.example.com/ü",
+            "http://store.example.com/" + String(repeating: "a", count: 8192),
+        ] {
+            #expect(plain.storeURL(bad) == nil, "\(bad)")
+        }
+        #expect(secure.storeURL("http://store.example.com" + presigned) == nil, "never from https to http")
+    }
+
     @Test func theMinimumRateEndsATrickleAndSilenceEndsAStall() {
         var pace = TransferPace(timeout: 10, minimumBytesPerSecond: 100, now: 0)
         #expect(pace.check(sent: 500, received: 0, now: 1) == .proceed)

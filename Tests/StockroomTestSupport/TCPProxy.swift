@@ -4,9 +4,10 @@ import Glibc
 #endif
 
 /// A TCP proxy on loopback in front of a server, to break what travels between a client and
-/// it: it cuts a connection after some bytes of the answer, flips one byte of an answer, refuses
-/// connections (a server out of reach), or stalls every connection (a server or a network that
-/// stopped answering while the connections stay open).
+/// it: it cuts a connection after some bytes of the answer, flips one byte of an answer, holds a
+/// request back, refuses connections (a server out of reach), or stalls every connection (a
+/// server or a network that stopped answering while the connections stay open). It records every
+/// HTTP request that passes (`requests`), to show what reached the server.
 public final class TCPProxy: @unchecked Sendable {
     /// What happens to one connection's answer bytes.
     public enum Fault: Sendable {
@@ -17,6 +18,8 @@ public final class TCPProxy: @unchecked Sendable {
         /// Cut as `cutAfter`, then refuse every new connection until `refuse(false)`: the server
         /// went out of reach mid-download.
         case cutAfterThenRefuse(Int)
+        /// Hold the connection's first request this many seconds before passing it on.
+        case holdRequest(TimeInterval)
     }
 
     public let port: Int
@@ -24,6 +27,9 @@ public final class TCPProxy: @unchecked Sendable {
     private let listener: Int32
     private let lock = NSLock()
     private var faults: [Fault] = []
+    /// When set, a fault goes only to a connection whose first request this accepts.
+    private var faultFilter: (@Sendable (ProxiedRequest) -> Bool)?
+    private var recorded: [ProxiedRequest] = []
     private var refusing = false
     private var stalled = false
     private var closed = false
@@ -40,7 +46,24 @@ public final class TCPProxy: @unchecked Sendable {
     deinit { stop() }
 
     /// The faults of the next connections, one each, in the order they are accepted.
-    public func inject(_ faults: [Fault]) { lock.withLock { self.faults = faults } }
+    public func inject(_ faults: [Fault]) {
+        lock.withLock {
+            self.faults = faults
+            faultFilter = nil
+        }
+    }
+
+    /// The faults of the next connections whose first request `filter` accepts, one each, in the
+    /// order those requests arrive; other connections pass untouched.
+    public func inject(_ faults: [Fault], whereFirstRequest filter: @escaping @Sendable (ProxiedRequest) -> Bool) {
+        lock.withLock {
+            self.faults = faults
+            faultFilter = filter
+        }
+    }
+
+    /// The HTTP requests that passed so far, in the order their last byte arrived.
+    public var requests: [ProxiedRequest] { lock.withLock { recorded } }
 
     /// While true, every new connection is closed at once, unanswered.
     public func refuse(_ refusing: Bool) { lock.withLock { self.refusing = refusing } }
@@ -78,10 +101,11 @@ public final class TCPProxy: @unchecked Sendable {
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 { return }
-            let (fault, refuse) = lock.withLock { () -> (Fault?, Bool) in
+            let (fault, refuse, deferred) = lock.withLock { () -> (Fault?, Bool, Bool) in
                 accepted += 1
-                if refusing { return (nil, true) }
-                return (faults.isEmpty ? nil : faults.removeFirst(), false)
+                if refusing { return (nil, true, false) }
+                if faultFilter != nil { return (nil, false, true) }
+                return (faults.isEmpty ? nil : faults.removeFirst(), false, false)
             }
             if refuse {
                 close(client)
@@ -95,13 +119,56 @@ public final class TCPProxy: @unchecked Sendable {
                 close(server)
                 continue
             }
-            let pair = SocketPair(client: client, server: server)
+            let pair = SocketPair(client: client, server: server, fault: fault)
             lock.withLock {
                 live.removeAll { $0.isClosed }
                 live.append(pair)
             }
-            Thread { [self] in pump(from: client, to: server, fault: nil, pair: pair) }.start()
-            Thread { [self] in pump(from: server, to: client, fault: fault, pair: pair) { self.refuse(true) } }.start()
+            Thread { [self] in pumpRequests(from: client, to: server, deciding: deferred, pair: pair) }.start()
+            Thread { [self] in pump(from: server, to: client, pair: pair) { self.refuse(true) } }.start()
+        }
+    }
+
+    /// Copies the client's bytes to the server until either side closes, recording each request.
+    /// `deciding`: the connection's fault is chosen by its first request, which waits for it.
+    private func pumpRequests(from source: Int32, to sink: Int32, deciding: Bool, pair: SocketPair) {
+        var reader = RequestReader()
+        var deciding = deciding
+        var pending = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+            if count <= 0 { break }
+            waitWhileStalled()
+            let bytes = Data(buffer[0..<count])
+            let requests = reader.read(bytes)
+            lock.withLock { recorded += requests }
+            pending.append(bytes)
+            if deciding {
+                guard let first = requests.first else { continue }
+                deciding = false
+                let fault = lock.withLock { () -> Fault? in
+                    guard let faultFilter, faultFilter(first), !faults.isEmpty else { return nil }
+                    return faults.removeFirst()
+                }
+                pair.fault = fault
+                if case .holdRequest(let seconds)? = fault { Thread.sleep(forTimeInterval: seconds) }
+            }
+            guard Self.forward(pending, to: sink) else { break }
+            pending = Data()
+        }
+        pair.closeBoth()
+    }
+
+    private static func forward(_ data: Data, to sink: Int32) -> Bool {
+        data.withUnsafeBytes { bytes in
+            var written = 0
+            while written < bytes.count {
+                let sent = send(sink, bytes.baseAddress! + written, bytes.count - written, Int32(MSG_NOSIGNAL))
+                if sent <= 0 { return false }
+                written += sent
+            }
+            return true
         }
     }
 
@@ -110,27 +177,31 @@ public final class TCPProxy: @unchecked Sendable {
         while lock.withLock({ stalled && !closed }) { Thread.sleep(forTimeInterval: 0.01) }
     }
 
-    /// Copies bytes one way until either side closes, applying the fault to them.
-    private func pump(from source: Int32, to sink: Int32, fault: Fault?, pair: SocketPair, goDown: @escaping () -> Void = {}) {
-        var fault = fault
+    /// Copies the server's bytes to the client until either side closes, applying the
+    /// connection's fault to them (read once they begin: by then the first request chose it).
+    private func pump(from source: Int32, to sink: Int32, pair: SocketPair, goDown: @escaping () -> Void = {}) {
+        var fault: Fault?
         var refuseAfterCut = false
-        if case .cutAfterThenRefuse(let limit)? = fault {
-            fault = .cutAfter(limit)
-            refuseAfterCut = true
-        }
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         var offset = 0
         loop: while true {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count <= 0 { break }
             waitWhileStalled()
+            if offset == 0 {
+                fault = pair.fault
+                if case .cutAfterThenRefuse(let limit)? = fault {
+                    fault = .cutAfter(limit)
+                    refuseAfterCut = true
+                }
+            }
             var length = count
             switch fault {
             case .cutAfter(let limit)?:
                 length = min(count, limit - offset)
             case .flip(let at)?:
                 if at >= offset, at < offset + count { buffer[at - offset] ^= 0xFF }
-            case nil, .cutAfterThenRefuse?:
+            case nil, .cutAfterThenRefuse?, .holdRequest?:
                 break
             }
             var written = 0
@@ -149,17 +220,24 @@ public final class TCPProxy: @unchecked Sendable {
     }
 }
 
-/// Both sockets of a proxied connection: the first direction to end shuts both down (so the
-/// other's read returns), the second closes them.
+/// Both sockets of a proxied connection, and its fault: the first direction to end shuts both
+/// down (so the other's read returns), the second closes them.
 private final class SocketPair: @unchecked Sendable {
     let client: Int32
     let server: Int32
     private let lock = NSLock()
     private var ended = 0
+    private var _fault: TCPProxy.Fault?
 
-    init(client: Int32, server: Int32) {
+    init(client: Int32, server: Int32, fault: TCPProxy.Fault?) {
         self.client = client
         self.server = server
+        _fault = fault
+    }
+
+    var fault: TCPProxy.Fault? {
+        get { lock.withLock { _fault } }
+        set { lock.withLock { _fault = newValue } }
     }
 
     var isClosed: Bool { lock.withLock { ended == 2 } }

@@ -64,7 +64,8 @@ extension Delivery {
         }
     }
 
-    /// A new token without the body: `POST /v1/downloads` stopped after its head (or a restore).
+    /// A new token without the body: `POST /v1/downloads` stopped after its head, or its `303`
+    /// to a store not followed (or a restore).
     private func grantTokenOnly(_ entry: inout JournalEntry) async -> Step {
         switch entry.renewal {
         case .restore(let signedTransaction):
@@ -77,11 +78,12 @@ extension Delivery {
             let result = await transport.send(request) { response in response.statusCode == 200 ? .stop : .memory(limit: 64 << 10) }
             emitResponse(entry.transactionID, "POST", "/v1/downloads", rangeStart: nil, result)
             guard let response = result.response else { return .interrupted(progressed: false) }
-            guard response.statusCode == 200 else { return .settled(answer(result, entry)) }
-            let rules = BodyRules(journal: journal, progress: progressBroadcast, origin: origin, catalogueSize: nil)
+            let redirected = ServerOrigin.leadsToContent(status: response.statusCode, answering: .claim)
+            guard response.statusCode == 200 || redirected else { return .settled(answer(result, entry)) }
+            let rules = bodyRules(entry.productID)
             let granted: BodyRules.Grant
             do {
-                granted = try rules.grant(response)
+                granted = redirected ? try rules.redirect(response).grant : try rules.grant(response)
             } catch {
                 return .settled(refused(error, entry))
             }

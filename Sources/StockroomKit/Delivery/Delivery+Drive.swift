@@ -16,6 +16,8 @@ extension Delivery {
         case interrupted(progressed: Bool)
         /// The server's answer settles this delivery for now.
         case settled(DeliveryOutcome)
+        /// The object store refused a presigned URL (expired, say): ask Stockroom for a fresh one.
+        case storeRefused
     }
 
     /// Takes `entry` from wherever it stands to an outcome, writing the journal at each change.
@@ -35,6 +37,7 @@ extension Delivery {
         }
         var interruptions = 0
         var steps = 0
+        var freshURLs = 0
         while entry.stage == .downloading {
             steps += 1
             if Task.isCancelled { return settle(&entry, Self.cancelled) }
@@ -50,6 +53,12 @@ extension Delivery {
                 if !progressed { try? await Task.sleep(for: .milliseconds(100 << interruptions)) }
             case .settled(let outcome):
                 return settle(&entry, outcome)
+            case .storeRefused:
+                freshURLs += 1
+                if freshURLs > Self.maximumFreshURLs {
+                    let reason = OutcomeReason(code: "store_refused", message: "The object store refused \(freshURLs) presigned URLs in this attempt.")
+                    return settle(&entry, .retryLater(after: Backoff.delay(afterFailures: entry.failures + 1), reason))
+                }
             case .complete(let digest, let length):
                 if let outcome = place(&entry, digest: digest, length: length) { return settle(&entry, outcome) }
             }

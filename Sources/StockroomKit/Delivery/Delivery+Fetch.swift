@@ -5,7 +5,9 @@ import FoundationNetworking
 
 extension Delivery {
     /// One request: a resume (`GET` with `Range` + `If-Range`) when a token is on record, else a new
-    /// grant (`POST /v1/downloads`, or `POST /v1/restores` for a restored purchase).
+    /// grant (`POST /v1/downloads`, or `POST /v1/restores` for a restored purchase). Stockroom's
+    /// `307` to the resume, or `303` to the grant, sends the client on to an object store for the
+    /// bytes (`follow`).
     func fetch(_ entry: inout JournalEntry) async -> Step {
         guard let token = entry.token, let location = entry.location, let target = origin.url(location) else {
             entry.token = nil  // a location from before this check, off the origin: never sent a token
@@ -27,7 +29,7 @@ extension Delivery {
         }
         let resumeFrom = have
         let box = EntryBox(entry)
-        let body = BodyRules(journal: journal, progress: progressBroadcast, origin: origin, catalogueSize: catalogueProduct(entry.productID)?.size)
+        let body = bodyRules(entry.productID)
         let result = await transport.send(request) { response in
             switch response.statusCode {
             case 206 where resumeFrom > 0 && ResponseHeaders.contentRange(response).map({ $0.start == resumeFrom && $0.total == box.entry.expectedSize }) == true:
@@ -49,6 +51,9 @@ extension Delivery {
         switch status {
         case 200, 206:
             return await finishedBody(result, box: box, entry: entry)
+        case let status? where ServerOrigin.leadsToContent(status: status, answering: .content):
+            guard let response = result.response else { return .interrupted(progressed: false) }
+            return await follow(response, &entry)
         case 416:
             // Nothing left to send from there: a whole file is checked, anything else starts over.
             LocalFile.remove(partial)
@@ -79,7 +84,7 @@ extension Delivery {
             let partial = entry.partialPath
             let have = Self.size(partial)
             let box = EntryBox(entry)
-            let body = BodyRules(journal: journal, progress: progressBroadcast, origin: origin, catalogueSize: catalogueProduct(entry.productID)?.size)
+            let body = bodyRules(entry.productID)
             let result = await transport.send(request) { response in
                 guard response.statusCode == 200 else { return .memory(limit: 64 << 10) }
                 let old = box.entry
@@ -98,17 +103,18 @@ extension Delivery {
             }
             entry = box.entry
             emitResponse(entry.transactionID, "POST", "/v1/downloads", rangeStart: nil, result)
-            guard let status = result.response?.statusCode else { return .interrupted(progressed: false) }
-            if status == 200 {
+            guard let response = result.response else { return .interrupted(progressed: false) }
+            if response.statusCode == 200 {
                 if result.stopped { return .again }
                 return await finishedBody(result, box: box, entry: entry)
             }
+            if ServerOrigin.leadsToContent(status: response.statusCode, answering: .claim) { return await follow(response, &entry) }
             return .settled(answer(result, entry))
         }
     }
 
     /// How a 200 or 206 body ended.
-    private func finishedBody(_ result: TransferResult, box: EntryBox, entry: JournalEntry) async -> Step {
+    func finishedBody(_ result: TransferResult, box: EntryBox, entry: JournalEntry) async -> Step {
         if let refused = result.error as? AnswerRefusal { return .settled(self.refused(refused, entry)) }
         guard let file = box.file else {
             return result.error == nil ? .again : .interrupted(progressed: false)
@@ -124,6 +130,11 @@ extension Delivery {
         return .interrupted(progressed: !paced && file.length > box.startedAt)
     }
 
+    /// The rules a download of `productID` is held to (`BodyRules`).
+    func bodyRules(_ productID: String) -> BodyRules {
+        BodyRules(journal: journal, progress: progressBroadcast, origin: origin, catalogueSize: catalogueProduct(productID)?.size)
+    }
+
     /// The outcome of an answer the client refused to act on: kept unfinished, tried again later.
     func refused(_ refusal: AnswerRefusal, _ entry: JournalEntry) -> DeliveryOutcome {
         emit(.answerRefused(transactionID: entry.transactionID, reason: refusal.description))
@@ -131,7 +142,7 @@ extension Delivery {
             after: Backoff.delay(afterFailures: entry.failures + 1), OutcomeReason(code: "bad_answer", message: "The server's answer was refused: \(refusal)."))
     }
 
-    private func save(_ entry: JournalEntry, then step: Step) -> Step {
+    func save(_ entry: JournalEntry, then step: Step) -> Step {
         do { try save(entry) } catch { return .settled(storageFailure(error)) }
         return step
     }
@@ -226,10 +237,11 @@ enum ResponseHeaders {
 
     /// `Content-Length`, when it is plain digits that fit.
     static func contentLength(_ response: HTTPURLResponse) -> Int64? {
-        response.value(forHTTPHeaderField: "Content-Length").flatMap { number(Substring($0)) }
+        response.value(forHTTPHeaderField: "Content-Length").flatMap { number($0) }
     }
 
-    private static func number(_ text: Substring) -> Int64? {
+    /// Plain digits that fit an `Int64`, spaces around them aside.
+    static func number(_ text: some StringProtocol) -> Int64? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty, trimmed.utf8.count <= 19, trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
         return Int64(trimmed)

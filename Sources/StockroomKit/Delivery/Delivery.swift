@@ -31,6 +31,11 @@ public actor Delivery {
         /// Which TLS servers are trusted: the system's authorities by default; an app's own CA
         /// file, and pinned keys, where it wants them.
         public var trust = TLSTrust.system
+        /// Which TLS servers are trusted as the object store Stockroom may send content to (a `303`
+        /// or `307` to a presigned URL): the system's authorities by default. `trust`'s pins are
+        /// Stockroom's key, so they never apply there; the store's bytes are checked against
+        /// Stockroom's digest whatever it is.
+        public var storeTrust = TLSTrust.system
         /// The catalogue the app sells, when it has one: only its products are delivered (a
         /// restore that lists another is refused for it), and no body is longer than the
         /// product's size.
@@ -66,6 +71,9 @@ public actor Delivery {
     let origin: ServerOrigin
     let journal: Journal
     let transport: HTTPTransport
+    /// What carries the requests to an object store: the same deadlines, the store's trust, and
+    /// never a request of the server's (`Delivery+Store`).
+    let storeTransport: HTTPTransport
     let progressBroadcast = ProgressBroadcast()
     private var inFlight: [String: Task<Attempt, Never>] = [:]
     private var permits: Int
@@ -98,12 +106,16 @@ public actor Delivery {
             timeout: configuration.requestTimeout, minimumBytesPerSecond: Int64(max(0, configuration.minimumBytesPerSecond)), trust: configuration.trust,
             maximumConnectionsPerHost: max(configuration.maximumConcurrentDeliveries, 1) + 2)
         self.transport = HTTPTransport(settings: settings, engine: configuration.transportEngine)
+        var storeSettings = settings
+        storeSettings.trust = configuration.storeTrust
+        self.storeTransport = HTTPTransport(settings: storeSettings, engine: configuration.transportEngine)
         self.permits = max(1, configuration.maximumConcurrentDeliveries)
         (safeToFinish, safeToFinishContinuation) = AsyncStream<String>.makeStream()
     }
 
     deinit {
         transport.invalidate()
+        storeTransport.invalidate()
         safeToFinishContinuation.finish()
     }
 

@@ -3,6 +3,8 @@ import Foundation
 /// What a delivery did, step by step: for an app's log, and for tests to see the order of requests.
 public enum DeliveryEvent: Sendable, Equatable {
     /// A request went out and its head came back: `POST /v1/downloads` → 200, `GET …/content` from byte 4096 → 206.
+    /// A request to an object store (after Stockroom's 303 or 307) has its URL as `path`, without
+    /// the query, which holds the presigned signature.
     case response(transactionID: String, method: String, path: String, rangeStart: Int64?, status: Int)
     /// A request got no answer (a refused or dropped connection).
     case transportFailure(transactionID: String, path: String, message: String)

@@ -28,7 +28,8 @@ enum ServerAnswer {
         let reason = OutcomeReason(code: code, message: message ?? HTTPURLResponse.localizedString(forStatusCode: status), status: status)
         if code == "revoked" { return .revoked(reason) }
         if (300...399).contains(status) {
-            // Not followed (`ServerOrigin`): the proof stays with the server it was meant for.
+            // Not followed (`ServerOrigin`): the proof stays with the server it was meant for. The
+            // 303 and 307 to content that are followed never reach here.
             return .retryLater(
                 after: retryAfter ?? Backoff.delay(afterFailures: failures + 1),
                 OutcomeReason(code: "redirected", message: "The server answered with a redirect, which the client never follows: configure the server's final URL.", status: status))

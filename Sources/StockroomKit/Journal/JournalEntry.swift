@@ -46,7 +46,9 @@ public struct JournalEntry: Sendable, Codable, Equatable {
     /// The transaction the server delivers, when it names another than `transactionID`
     /// (`X-Transaction-Id`): a restore that the receipt lists under its original transaction.
     public var serverTransactionID: String?
-    /// The download token (`X-Download-Token`) and resumable URL path (`Location`), once granted.
+    /// The download token (`X-Download-Token`) and resumable URL path on the server (`Location`,
+    /// or a redirect's `Content-Location`), once granted. Never an object store's presigned URL:
+    /// that is a credential, asked for afresh each time.
     public var token: String?
     public var location: String?
     /// The strong ETag, size and `Repr-Digest` (base64 SHA-256) of the representation being downloaded.

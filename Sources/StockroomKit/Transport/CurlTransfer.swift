@@ -53,7 +53,11 @@ final class CurlTransfer: @unchecked Sendable {
         if disposition == nil, let response = currentResponse() {
             // No body at all (a 304, an empty 200): decide anyway, so an empty file is created.
             disposition = decide(response)
-            if case .stop = disposition { stopped = true }
+            switch disposition {
+            case .stop: stopped = true
+            case .fail(let error): failure = failure ?? error  // refused by its head alone
+            default: break
+            }
         }
         var result = TransferResult(response: response, body: body)
         if stopped {

@@ -45,6 +45,8 @@ struct TransportSettings: Sendable {
 ///
 /// It follows no redirect: a 3xx is the answer (`ServerOrigin` says where requests may go), so
 /// a proof or a token never travels to a host it was not meant for, nor from `https` to `http`.
+/// The one redirect the client follows, to an object store's content, `Delivery` follows itself
+/// with a request of its own that carries no credential.
 /// Every transfer keeps to `TransferPace`'s deadlines.
 final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     /// What carries the transfers.
@@ -212,7 +214,11 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
         if transfer.disposition == nil, let response {
             // No body at all (a 304, an empty 200): decide anyway, so an empty file is created.
             transfer.disposition = transfer.decide(response)
-            if case .stop = transfer.disposition { transfer.stopped = true }
+            switch transfer.disposition {
+            case .stop: transfer.stopped = true
+            case .fail(let error): transfer.failure = transfer.failure ?? error  // refused by its head alone
+            default: break
+            }
         }
         var result = TransferResult(response: response, body: transfer.body)
         if transfer.stopped {
