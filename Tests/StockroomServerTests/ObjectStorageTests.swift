@@ -192,8 +192,8 @@ import Testing
     }
 
     /// `stockroom serve` as an operator runs it: the flags, the AWS variables, the catalogue in the
-    /// bucket; a missing object is counted in the metric and named in the log, and the secret is in
-    /// neither, nor in `--help`.
+    /// bucket, redirects that `curl -L` follows; a missing object is counted in the metric and named
+    /// in the log, and neither the secret nor a presigned URL's signature is in them, nor in `--help`.
     @Test func serveReadsTheStoreFromItsFlagsAndNamesAMissingKeyInItsLogNotItsSecret() async throws {
         let bucket = try await Bucket.make()
         try await bucket.client.put(
@@ -206,7 +206,7 @@ import Testing
             arguments: [
                 "--upstream", "simulator", "--content", "s3://\(bucket.client.bucket)/shop", "--catalog", "s3://\(bucket.client.bucket)/shop/products.json",
                 "--s3-endpoint", bucket.store.endpoint, "--database", folder.path + "/ledger.sqlite", "--bundle-id", "com.example.stockroom.demo",
-                "--upstream-rate", "off",
+                "--upstream-rate", "off", "--content-delivery", "redirect",
             ],
             environment: bucket.store.environment.merging(["STOCKROOM_TOKEN_SECRET": ServerFixture.tokenSecret]) { $1 })
         defer { server.stop() }
@@ -216,8 +216,13 @@ import Testing
         let purchase = try #require(try JSONSerialization.jsonObject(with: Data(minted.body)) as? [String: Any])
         let body = Array(try JSONSerialization.data(withJSONObject: ["productId": "com.example.stockroom.demo.book1", "signedTransaction": try #require(purchase["signedTransaction"] as? String)]))
         let delivered = try await server.send(.post, "/v1/downloads", headers: [("Content-Type", "application/json")], body: body)
-        #expect(delivered.status == 200)
-        #expect(delivered.body == ServerFixture.book)
+        #expect(delivered.status == 303)
+        // `curl -L`, as the README shows it, follows the redirect to the store and gets the file.
+        try folder.write("download.json", body)
+        let curled = try await ChildProcess.run(
+            "/usr/bin/curl", ["-sfL", "http://127.0.0.1:\(port)/v1/downloads", "-d", "@" + folder.path + "/download.json", "-o", folder.path + "/got.epub"])
+        #expect(curled.status == 0)
+        #expect(FileManager.default.contents(atPath: folder.path + "/got.epub").map(Array.init) == ServerFixture.book)
 
         try await bucket.client.delete("shop/books/book.epub")
         try await Task.sleep(for: .milliseconds(300))  // past the 250 ms a good HEAD is shared
@@ -227,6 +232,7 @@ import Testing
         let log = try String(contentsOfFile: folder.path + "/serve.log", encoding: .utf8)
         #expect(log.contains("key=shop/books/book.epub"))
         #expect(!log.contains(bucket.store.credentials.secretAccessKey))
+        #expect(!log.contains("X-Amz-Signature"))
         let help = try await StockroomProcess.run(try StockroomProcess.binary(), ["serve", "--help"], environment: bucket.store.environment)
         #expect(help.contains("--s3-endpoint"))
         #expect(!help.contains(bucket.store.credentials.secretAccessKey))

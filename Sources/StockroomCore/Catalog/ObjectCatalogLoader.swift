@@ -194,19 +194,24 @@ public struct ObjectCatalogLoader: Sendable {
         let content = self.content
         return await withTaskGroup(of: (String, Result<S3Client.Head, ObjectStoreError>).self) { group in
             var results: [String: Result<S3Client.Head, ObjectStoreError>] = [:]
-            var pending = keys[...]
-            func startNext() {
-                guard let key = pending.popFirst() else { return }
-                group.addTask {
-                    do throws(ObjectStoreError) { return (key, .success(try await content.head(key))) } catch { return (key, .failure(error)) }
-                }
+            var waiting = keys.makeIterator()
+            for _ in 0..<Self.concurrentHeads {
+                guard let key = waiting.next() else { break }
+                group.addTask { await Self.head(key, from: content) }
             }
-            for _ in 0..<Self.concurrentHeads { startNext() }
-            for await (key, result) in group {
+            while let (key, result) = await group.next() {
                 results[key] = result
-                startNext()
+                if let next = waiting.next() { group.addTask { await Self.head(next, from: content) } }
             }
             return results
+        }
+    }
+
+    private static func head(_ key: String, from content: S3Client) async -> (String, Result<S3Client.Head, ObjectStoreError>) {
+        do throws(ObjectStoreError) {
+            return (key, .success(try await content.head(key)))
+        } catch {
+            return (key, .failure(error))
         }
     }
 }
