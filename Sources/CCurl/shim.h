@@ -32,6 +32,10 @@ static inline CURLcode stockroom_curl_setopt_header_function(CURL *handle, curl_
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
 }
 
+static inline CURLcode stockroom_curl_setopt_xferinfo_function(CURL *handle, curl_xferinfo_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
+}
+
 static inline CURLcode stockroom_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

@@ -358,7 +358,7 @@ import Testing
             } catch {
                 // The body was cut short: the connection closed before its end.
             }
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await fixture.eventually { try await fixture.ledger.attempts(of: purchase.transactionId).count == 1 })
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .verified)
             #expect(try await fixture.ledger.attempts(of: purchase.transactionId).map(\.outcome) == [.interrupted])
         }

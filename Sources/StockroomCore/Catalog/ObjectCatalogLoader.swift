@@ -207,9 +207,14 @@ public struct ObjectCatalogLoader: Sendable {
         }
     }
 
+    /// One object's head; a transient failure (a dropped connection, a 503) is asked again once,
+    /// so that one blip of the store neither refuses start-up nor fails a poll.
     private static func head(_ key: String, from content: S3Client) async -> (String, Result<S3Client.Head, ObjectStoreError>) {
         do throws(ObjectStoreError) {
             return (key, .success(try await content.head(key)))
+        } catch where error.isTransient {
+            try? await Task.sleep(for: .milliseconds(200))
+            do throws(ObjectStoreError) { return (key, .success(try await content.head(key))) } catch { return (key, .failure(error)) }
         } catch {
             return (key, .failure(error))
         }

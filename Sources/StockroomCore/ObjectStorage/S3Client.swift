@@ -110,6 +110,42 @@ public final class S3Client: Sendable {
         return (hasher.finish(), hasher.count)
     }
 
+    /// Streams `range` of the object, which must still have `etag`, into `sink` as it arrives:
+    /// one GET, however long, on a thread of its own. `sink` may block while its reader is slow;
+    /// the transfer ends when the store sends nothing for `stallTimeout` (time the sink waits does
+    /// not count). Returns the bytes that arrived; fewer than the range means the store broke off
+    /// (ask again from there).
+    public func stream(
+        _ key: String, range: ClosedRange<Int64>, ifMatch etag: String?, stallTimeout: Duration = .seconds(30),
+        into sink: @escaping @Sendable (UnsafeRawBufferPointer) -> Bool
+    ) async throws(ObjectStoreError) -> Int64 {
+        var headers: [(name: String, value: String)] = [("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")]
+        if let etag { headers.append(("If-Match", etag)) }
+        let expectedRange = "bytes \(range.lowerBound)-\(range.upperBound)/"
+        let counter = ByteCounter()
+        let answer: UpstreamResponse
+        do {
+            answer = try await send(
+                .get, key: key, headers: headers, timeout: nil,
+                sink: { start, bytes in
+                    // Only the range asked, as a 206 (or the whole object from its start): bytes
+                    // from elsewhere would pass every length check.
+                    guard start.status == 206 ? start.headers["content-range"]?.hasPrefix(expectedRange) == true : range.lowerBound == 0 else {
+                        counter.refused = true
+                        return false
+                    }
+                    counter.count += Int64(bytes.count)
+                    return sink(bytes)
+                }, stallTimeout: stallTimeout)
+        } catch {
+            if counter.refused { throw .badAnswer("a range of \"\(key)\" other than the one asked") }
+            guard counter.count > 0 else { throw error }
+            return counter.count  // broke off after some bytes: the caller asks for the rest
+        }
+        try check(answer, key: key)
+        return counter.count
+    }
+
     // MARK: Writing
 
     /// Puts a small object (a catalogue, a part-sized file) in one request; returns its ETag.
@@ -195,12 +231,12 @@ public final class S3Client: Sendable {
 
     private func send(
         _ method: UpstreamRequest.Method, key: String?, query: String = "", headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
-        timeout: Duration?, sink: (@Sendable (UnsafeRawBufferPointer) -> Bool)? = nil
+        timeout: Duration?, sink: (@Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool)? = nil, stallTimeout: Duration? = nil
     ) async throws(ObjectStoreError) -> UpstreamResponse {
         if let key, !ObjectKey.isValid(key) { throw .badAnswer("the key \"\(key)\" is not one Stockroom uses") }
         let request = UpstreamRequest(
             method: method, url: settings.url(bucket: bucket, key: key, query: query), headers: headers, body: body, timeout: timeout,
-            signing: signing, bodySink: sink)
+            signing: signing, bodySink: sink, stallTimeout: stallTimeout)
         do {
             return try await transport.send(request)
         } catch {
@@ -237,8 +273,8 @@ private final class StreamHasher: @unchecked Sendable {
     private var hasher: SHA256? = SHA256()
     private(set) var count: Int64 = 0
 
-    var sink: @Sendable (UnsafeRawBufferPointer) -> Bool {
-        { bytes in
+    var sink: @Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool {
+        { _, bytes in
             self.hasher?.update(bytes)
             self.count += Int64(bytes.count)
             return true
@@ -249,6 +285,12 @@ private final class StreamHasher: @unchecked Sendable {
         guard let hasher = hasher.take() else { return "" }
         return ByteEncoding.hex(hasher.finalize())
     }
+}
+
+/// Bytes a stream handed on; libcurl's callbacks run on one thread, read after the transfer.
+private final class ByteCounter: @unchecked Sendable {
+    var count: Int64 = 0
+    var refused = false
 }
 
 /// The few fields Stockroom reads from S3's XML answers, found by tag; bounded input.

@@ -1,4 +1,5 @@
 import CCurl
+import Foundation
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -53,7 +54,10 @@ public final class CurlHTTPClient: HTTPTransport {
 
     public func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {
         let started = ContinuousClock.now
-        let deadline = started + min(configuration.totalTimeout, request.timeout ?? configuration.totalTimeout)
+        // A stall-watched transfer has no total time (a slow reader may take hours); the other
+        // ways a transfer ends stay (connect timeout, stall, the caller's stop).
+        let total = request.stallTimeout != nil ? Duration.seconds(7 * 24 * 3600) : min(configuration.totalTimeout, request.timeout ?? configuration.totalTimeout)
+        let deadline = started + total
         // The timeout holds from here, not from when a pool thread comes free: with every thread
         // busy (a slow upstream, a flood) a queued call ends at its deadline, and a transfer
         // that starts late gets only what is left. The timer fires a little after the deadline,
@@ -61,9 +65,18 @@ public final class CurlHTTPClient: HTTPTransport {
         let answer = Answer()
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<UpstreamResponse, UpstreamError>, Never>) in
             answer.wait(continuation)
-            threadPool.submit { state in
-                guard state == .active else { return answer.give(.failure(.transport("the upstream thread pool is shut down"))) }
-                answer.give(self.perform(request, until: deadline))
+            if request.stallTimeout != nil {
+                // A transfer that waits on a slow reader holds its thread for as long: a thread of
+                // its own, so that it never holds one of the pool's (the number of them is bounded
+                // by the caller, a download slot each).
+                let thread = Thread { answer.give(self.perform(request, until: deadline)) }
+                thread.stackSize = 512 << 10
+                thread.start()
+            } else {
+                threadPool.submit { state in
+                    guard state == .active else { return answer.give(.failure(.transport("the upstream thread pool is shut down"))) }
+                    answer.give(self.perform(request, until: deadline))
+                }
             }
             answer.arm(
                 Task {
@@ -122,7 +135,7 @@ public final class CurlHTTPClient: HTTPTransport {
             handle.reset()
             idleHandles.withLock { if $0.count < 32 { $0.append(handle) } }
         }
-        let sink = ResponseSink(limit: configuration.maximumResponseBytes, forward: request.bodySink)
+        let sink = ResponseSink(limit: configuration.maximumResponseBytes, forward: request.bodySink, handle: handle.raw, stallTimeout: request.stallTimeout)
         var headerList: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headerList) }
         for (name, value) in request.headers {
@@ -160,7 +173,12 @@ public final class CurlHTTPClient: HTTPTransport {
             _ = handle.set(CURLOPT_WRITEDATA, pointer: sinkPointer)
             _ = stockroom_curl_setopt_header_function(handle.raw, ResponseSink.writeHeader)
             _ = handle.set(CURLOPT_HEADERDATA, pointer: sinkPointer)
-            if let minimum = configuration.minimumBytesPerSecond {
+            if request.stallTimeout != nil {
+                _ = handle.set(CURLOPT_NOPROGRESS, 0)
+                _ = stockroom_curl_setopt_xferinfo_function(handle.raw, ResponseSink.watchStall)
+                _ = handle.set(CURLOPT_XFERINFODATA, pointer: sinkPointer)
+                _ = handle.set(CURLOPT_BUFFERSIZE, 256 << 10)
+            } else if let minimum = configuration.minimumBytesPerSecond {
                 _ = handle.set(CURLOPT_LOW_SPEED_LIMIT, minimum)
                 _ = handle.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.slowWindow.components.seconds)))
             }
@@ -205,6 +223,7 @@ public final class CurlHTTPClient: HTTPTransport {
         switch code {
         case CURLE_WRITE_ERROR where sink.exceeded: .responseTooLarge(limit: sink.limit)
         case CURLE_OPERATION_TIMEDOUT: .timedOut(detail)
+        case CURLE_ABORTED_BY_CALLBACK where sink.stalled: .timedOut("no byte arrived for \(sink.stallTimeout.map { "\($0)" } ?? "a while")")
         case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: .connectionFailed(detail)
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
             .tls(detail)
@@ -215,24 +234,46 @@ public final class CurlHTTPClient: HTTPTransport {
 }
 
 /// Collects one response's headers and body for the C callbacks, refusing more than `limit` bytes,
-/// or hands the body on to `forward` as it arrives.
+/// or hands a 2xx body on to `forward` as it arrives.
 private final class ResponseSink {
     let limit: Int
-    let forward: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
+    let forward: (@Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool)?
+    let handle: UnsafeMutableRawPointer
+    let stallTimeout: Duration?
     var body: [UInt8] = []
     var headers: [String: String] = [:]
     var exceeded = false
+    /// The status and headers, read at the body's first byte; nil until then.
+    var start: ResponseStart?
+    /// When a byte last arrived, or the sink last stopped waiting.
+    var lastProgress = ContinuousClock.now
+    var stalled = false
 
-    init(limit: Int, forward: (@Sendable (UnsafeRawBufferPointer) -> Bool)? = nil) {
+    init(limit: Int, forward: (@Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool)? = nil, handle: UnsafeMutableRawPointer, stallTimeout: Duration?) {
         self.limit = limit
         self.forward = forward
+        self.handle = handle
+        self.stallTimeout = stallTimeout
     }
 
     static let writeBody: curl_write_callback = { data, size, count, context in
         let sink = Unmanaged<ResponseSink>.fromOpaque(context!).takeUnretainedValue()
         let length = size * count
         if let forward = sink.forward {
-            return forward(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+            let start =
+                sink.start
+                ?? {
+                    var status = 0
+                    _ = stockroom_curl_getinfo_long(sink.handle, CURLINFO_RESPONSE_CODE, &status)
+                    let start = ResponseStart(status: status, headers: sink.headers)
+                    sink.start = start
+                    return start
+                }()
+            if (200..<300).contains(start.status) {
+                let accepted = forward(start, UnsafeRawBufferPointer(start: data, count: length))
+                sink.lastProgress = .now  // the time the sink waited is not the store's stall
+                return accepted ? length : 0
+            }
         }
         guard sink.body.count + length <= sink.limit else {
             sink.exceeded = true
@@ -241,7 +282,16 @@ private final class ResponseSink {
         if let data, length > 0 {
             sink.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
         }
+        sink.lastProgress = .now
         return length
+    }
+
+    /// libcurl's progress callback: ends a stall-watched transfer when no byte came for its timeout.
+    static let watchStall: curl_xferinfo_callback = { context, _, _, _, _ in
+        let sink = Unmanaged<ResponseSink>.fromOpaque(context!).takeUnretainedValue()
+        guard let timeout = sink.stallTimeout, ContinuousClock.now - sink.lastProgress > timeout else { return 0 }
+        sink.stalled = true
+        return 1
     }
 
     static let writeHeader: curl_write_callback = { data, size, count, context in

@@ -33,14 +33,20 @@ public struct UpstreamRequest: Sendable {
     public var endpoint: String?
     /// How the request is signed, if it is (object storage).
     public var signing: AWSSigning?
-    /// Where the body goes as it arrives, instead of into the answer: false stops the transfer.
-    /// It hears every status's body; the caller reads the status once the call returns.
-    public var bodySink: (@Sendable (UnsafeRawBufferPointer) -> Bool)?
+    /// Where a 2xx body goes as it arrives, instead of into the answer, with the status and
+    /// headers it came with: false stops the transfer. It may block (a bounded buffer full): the
+    /// transfer waits, and the time it waits counts as neither stall nor slowness. Another
+    /// status's body is kept in the answer, as without a sink.
+    public var bodySink: (@Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool)?
+    /// For a long transfer into a sink that may wait on a slow reader: no total timeout and no
+    /// minimum rate; the transfer ends when no byte arrives for this long while the sink is not
+    /// waiting. It runs on a thread of its own, not the pool's.
+    public var stallTimeout: Duration?
 
     public init(
         method: Method, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
         timeout: Duration? = nil, endpoint: String? = nil, signing: AWSSigning? = nil,
-        bodySink: (@Sendable (UnsafeRawBufferPointer) -> Bool)? = nil
+        bodySink: (@Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool)? = nil, stallTimeout: Duration? = nil
     ) {
         self.method = method
         self.url = url
@@ -50,7 +56,14 @@ public struct UpstreamRequest: Sendable {
         self.endpoint = endpoint
         self.signing = signing
         self.bodySink = bodySink
+        self.stallTimeout = stallTimeout
     }
+}
+
+/// The status and headers a streamed body came with (header names lower-cased).
+public struct ResponseStart: Sendable {
+    public var status: Int
+    public var headers: [String: String]
 }
 
 /// An upstream answer, whatever its status.
