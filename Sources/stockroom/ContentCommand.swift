@@ -105,18 +105,27 @@ struct BucketCatalog {
         }
         let index = catalogFile.products.firstIndex { $0.productId == productID }
         let existing = index.map { catalogFile.products[$0] }
-        let relative = key ?? existing?.file ?? URL(fileURLWithPath: file).lastPathComponent
+        guard existing != nil || (title != nil && type != nil) else { fail("\(productID) is a new product: give --title and --type") }
+        let version = contentVersion ?? existing.map { Self.nextVersion($0.contentVersion) } ?? "1"
+        // A product's new content goes to a new key unless --key says otherwise: the object the
+        // catalogue publishes stays as it is until the catalogue names the new one.
+        var relative = key ?? URL(fileURLWithPath: file).lastPathComponent
+        let live = Set(catalogFile.products.compactMap(\.file))
+        if key == nil, live.contains(relative) { relative = Self.versioned(relative, version) }
         let objectKey = location.key(relative)
         guard ObjectKey.isValid(objectKey) else {
             fail("the key \"\(objectKey)\" is not valid (letters, digits and - _ . / + = , @ ~ !, no empty, . or .. segment); choose --key")
         }
-        guard existing != nil || (title != nil && type != nil) else { fail("\(productID) is a new product: give --title and --type") }
         let entry = CatalogFile.Entry(
             productId: productID, title: title ?? existing?.title, type: type ?? existing?.type, file: relative,
-            contentType: contentType ?? existing?.contentType ?? MediaTypes.guess(forPath: relative),
-            contentVersion: contentVersion ?? existing.map { Self.nextVersion($0.contentVersion) } ?? "1",
+            contentType: contentType ?? existing?.contentType ?? MediaTypes.guess(forPath: relative), contentVersion: version,
             sampleContentProvided: existing?.sampleContentProvided)
+        // The entry's own fields are checked before a byte is sent: a typo uploads nothing.
+        var seen: [String: Int] = [:]
+        let (_, problems, _) = CatalogLoader.checkFields(entry, position: (index ?? catalogFile.products.count) + 1, firstPosition: &seen)
+        guard problems.isEmpty else { fail(problems.joined(separator: "\n")) }
         if let index { catalogFile.products[index] = entry } else { catalogFile.products.append(entry) }
+        let replacesLive = live.contains(relative)
 
         let started = ContinuousClock.now
         let uploaded: ObjectUpload.Result
@@ -131,11 +140,12 @@ struct BucketCatalog {
         }
         // Stockroom computed this digest from the bytes it sent: no server here hashes them again.
         loader.digests.remember(object: "s3://\(location.bucket)/\(objectKey)", head: uploaded.head, sha256: uploaded.sha256)
-        let catalog: Catalog
-        do {
-            catalog = try await loader.validate(catalogFile)
-        } catch {
-            FileHandle.standardError.write(Data("the object is uploaded, but the catalogue was not changed:\n".utf8))
+        try? loader.digests.saveAll()
+        // Every entry checked and every object headed; nothing else downloaded (the servers hash
+        // what they do not yet know at their next poll).
+        if case .failure(let error) = await loader.check(catalogFile) {
+            await discard(objectKey, unless: replacesLive)
+            FileHandle.standardError.write(Data("the catalogue was not changed:\n".utf8))
             for problem in error.problems { print(problem) }
             throw ExitCode.failure
         }
@@ -147,13 +157,18 @@ struct BucketCatalog {
         }
         switch loader.catalog {
         case .file(let path):
-            try AtomicFile.write(Data(bytes), to: path)
+            do {
+                try AtomicFile.write(Data(bytes), to: path)
+            } catch {
+                await discard(objectKey, unless: replacesLive)
+                fail("\(path) could not be written: \(error)")
+            }
         case .object(let catalogClient, let key):
             do {
                 try await catalogClient.put(key, body: bytes, contentType: "application/json", ifMatch: current.etag)
-            } catch .changed {
-                fail("\(loader.catalogName) changed while this ran; the object is uploaded: run the push again")
             } catch {
+                await discard(objectKey, unless: replacesLive)
+                if case .changed = error { fail("\(loader.catalogName) changed while this ran: run the push again") }
                 fail("\(loader.catalogName) could not be written: \(error)")
             }
         }
@@ -161,12 +176,29 @@ struct BucketCatalog {
         print(
             "pushed \(productID): s3://\(location.bucket)/\(objectKey), \(uploaded.head.size) bytes in \(String(format: "%.1f", seconds)) s, sha256 \(uploaded.sha256)"
         )
-        print("catalogue version \(catalog.version) written to \(loader.catalogName); running servers publish it at their next poll")
+        print("\(loader.catalogName) written (\(catalogFile.products.count) products); running servers publish it at their next poll")
+    }
+
+    /// Removes an object this push uploaded when the catalogue will not name it (never one the
+    /// catalogue already published).
+    private func discard(_ objectKey: String, unless live: Bool) async {
+        guard !live else { return }
+        try? await client.delete(objectKey)
     }
 
     private static func nextVersion(_ version: String?) -> String {
         guard let version, let number = Int(version) else { return version ?? "1" }
-        return String(number + 1)
+        let (next, overflow) = number.addingReportingOverflow(1)
+        return overflow ? version + ".1" : String(next)
+    }
+
+    /// `name` with the content version before its extension: `level.pak` → `level.v2.pak`.
+    static func versioned(_ name: String, _ version: String) -> String {
+        let safe = String(version.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "." || $0 == "-" || $0 == "_" }.prefix(32))
+        let tag = "v" + (safe.isEmpty ? "next" : safe)
+        let slash = name.lastIndex(of: "/").map { name.index(after: $0) } ?? name.startIndex
+        guard let dot = name[slash...].lastIndex(of: "."), dot != slash else { return name + "." + tag }
+        return String(name[..<dot]) + "." + tag + String(name[dot...])
     }
 
     private static func mebibytes(_ bytes: Int64) -> String {

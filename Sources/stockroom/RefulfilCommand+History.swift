@@ -8,7 +8,7 @@ import StockroomServer
 extension RefulfilCommand {
     func restoreHistory(_ transactionID: String, context: OperatorContext, entitlements: Entitlements) async throws {
         guard TransactionID.isValid(transactionID) else { fail("\(transactionID) is not a transaction ID") }
-        let catalogue = loadCatalogue(context.configuration)
+        let catalogue = await loadCatalogue(context.configuration)
         let progress = json ? nil : FileHandle.standardError
         let decision = try await entitlements.restoreHistory(transactionID, inCatalogue: { catalogue.product(id: $0) != nil }) { page, count in
             progress?.write(Data("history page \(page): \(count) transaction\(count == 1 ? "" : "s") so far\n".utf8))
@@ -42,7 +42,14 @@ extension RefulfilCommand {
         print("restored \(report.restored.count), skipped \(notInCatalogue) not in the catalogue, \(revoked) revoked\(other > 0 ? ", \(other) other" : "")")
     }
 
-    private func loadCatalogue(_ configuration: ServerConfiguration) -> Catalog {
+    private func loadCatalogue(_ configuration: ServerConfiguration) async -> Catalog {
+        if configuration.contentFolder.hasPrefix("s3://") {
+            do {
+                return try await BucketCatalog(configuration).loader.load()
+            } catch {
+                fail("catalogue: \(error)")
+            }
+        }
         do {
             let jail = try ContentJail(folder: configuration.contentFolder)
             return try CatalogLoader(catalogFolder: configuration.catalogFolder, jail: jail, digests: DigestCache(file: configuration.digestCachePath)).load()

@@ -27,7 +27,7 @@ public struct CatalogLoader: Sendable {
 
     /// The problems of an entry's own fields (ID, title, type; not its file), its name in
     /// messages, and its type; `firstPosition` remembers IDs seen, to name duplicates.
-    static func checkFields(
+    public static func checkFields(
         _ entry: CatalogFile.Entry, position: Int, firstPosition: inout [String: Int]
     ) -> (name: String, problems: [String], type: ProductType?) {
         let name = entry.productId.map { "product \(position) (\($0))" } ?? "product \(position)"

@@ -59,6 +59,17 @@ public final class DigestCache: Sendable {
         if changed { dirty.withLock { $0 = true } }
     }
 
+    /// Writes the cache file with every digest it holds (a command that added one and must not
+    /// drop the others: `content push`).
+    public func saveAll() throws {
+        let snapshot = entries.withLock { $0 }
+        guard let file, dirty.withLock({ $0 }) else { return }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try AtomicFile.write(try encoder.encode(snapshot), to: file)
+        dirty.withLock { $0 = false }
+    }
+
     /// Writes the cache file, keeping only `paths` (the files the catalogue still lists);
     /// does nothing when no digest was added or dropped since the last write.
     public func save(keeping paths: Set<String>) throws {

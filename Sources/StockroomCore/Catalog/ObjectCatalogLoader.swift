@@ -147,21 +147,29 @@ public struct ObjectCatalogLoader: Sendable {
     /// and decodes, and every product's object answers a signed HEAD. Returns the product count,
     /// or every problem.
     public func check() async -> Result<Int, CatalogError> {
-        let file: CatalogFile
         do {
-            file = try CatalogFile.decode(try await readCatalog().bytes)
+            return await check(try CatalogFile.decode(try await readCatalog().bytes))
         } catch {
             return .failure(error)
         }
+    }
+
+    /// `file`'s entries checked (their fields and keys) and every object headed, nothing hashed:
+    /// what `content push` needs before it writes a catalogue the servers then hash.
+    public func check(_ file: CatalogFile) async -> Result<Int, CatalogError> {
         var problems: [String] = []
         var keys: [String] = []
+        var firstPosition: [String: Int] = [:]
         for (offset, entry) in file.products.enumerated() {
-            guard let name = entry.file, ObjectKey.isValid(location.key(name)) else {
-                problems.append("product \(offset + 1): file is missing or not a valid object key")
+            let (name, fieldProblems, _) = CatalogLoader.checkFields(entry, position: offset + 1, firstPosition: &firstPosition)
+            problems += fieldProblems
+            guard let file = entry.file, ObjectKey.isValid(location.key(file)) else {
+                problems.append("\(name): file is missing or not a valid object key")
                 continue
             }
-            keys.append(location.key(name))
+            keys.append(location.key(file))
         }
+        guard problems.isEmpty else { return .failure(CatalogError(problems)) }
         let heads = await self.heads(keys)
         for key in keys {
             if case .failure(let error) = heads[key] { problems.append("\(key): \(error)") }

@@ -26,7 +26,9 @@ public struct ObjectStoreSettings: Sendable {
                 !host.isEmpty, url.user == nil, url.password == nil, url.query == nil, url.fragment == nil, url.path.isEmpty || url.path == "/"
             else { throw .endpoint(endpoint) }
             var text = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)"
-            if let port = url.port { text += ":\(port)" }
+            // A default port is left out, as clients leave it out of the Host they send: a
+            // presigned URL signs the host as written, and `host:443` would match no request.
+            if let port = url.port, !(scheme == "https" && port == 443), !(scheme == "http" && port == 80) { text += ":\(port)" }
             self.endpoint = URL(string: text)
         } else {
             self.endpoint = nil

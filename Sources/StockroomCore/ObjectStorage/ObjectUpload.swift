@@ -35,11 +35,12 @@ public struct ObjectUpload: Sendable {
         }
         var hasher: SHA256? = SHA256()
         var sent: Int64 = 0
+        var stored: String
         var first = try Self.read(handle, count: partSize)
         hasher?.update(first)
         if first.count < partSize {
             // One part: one PUT.
-            try await client.put(key, body: first, contentType: contentType)
+            stored = try await client.put(key, body: first, contentType: contentType)
             sent = Int64(first.count)
             progress(sent, total)
         } else {
@@ -55,7 +56,7 @@ public struct ObjectUpload: Sendable {
                     part = try Self.read(handle, count: partSize)
                     hasher?.update(part)
                 }
-                _ = try await client.completeMultipart(key, uploadID: uploadID, parts: tags)
+                stored = try await client.completeMultipart(key, uploadID: uploadID, parts: tags)
             } catch {
                 await client.abortMultipart(key, uploadID: uploadID)
                 throw error
@@ -65,6 +66,10 @@ public struct ObjectUpload: Sendable {
         if let whole = hasher.take() { sha256 = ByteEncoding.hex(whole.finalize()) }
         let head = try await client.head(key)
         guard head.size == sent else { throw ObjectUploadError.sizeMismatch(key, sent: sent, stored: head.size) }
+        // The digest is kept against the ETag the store gave our own write: another write landing
+        // between it and the HEAD (same size or not) would otherwise take our digest.
+        let bare = { (tag: String) in tag.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
+        guard stored.isEmpty || bare(head.etag) == bare(stored) else { throw ObjectUploadError.replacedMeanwhile(key) }
         return Result(sha256: sha256, head: head)
     }
 
@@ -84,12 +89,14 @@ public enum ObjectUploadError: Error, Equatable, CustomStringConvertible {
     case unreadable(String)
     case tooLarge(String, bytes: Int64)
     case sizeMismatch(String, sent: Int64, stored: Int64)
+    case replacedMeanwhile(String)
 
     public var description: String {
         switch self {
         case .unreadable(let path): "\(path) cannot be read"
         case .tooLarge(let path, let bytes): "\(path) is \(bytes) bytes, more than 10,000 parts of the part size"
         case .sizeMismatch(let key, let sent, let stored): "the store holds \(stored) bytes at \"\(key)\" after \(sent) were sent"
+        case .replacedMeanwhile(let key): "\"\(key)\" was written again by someone else during the upload"
         }
     }
 }

@@ -122,6 +122,7 @@ public final class S3Client: Sendable {
         var headers: [(name: String, value: String)] = [("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")]
         if let etag { headers.append(("If-Match", etag)) }
         let expectedRange = "bytes \(range.lowerBound)-\(range.upperBound)/"
+        let length = range.upperBound - range.lowerBound + 1
         let counter = ByteCounter()
         let answer: UpstreamResponse
         do {
@@ -134,13 +135,19 @@ public final class S3Client: Sendable {
                         counter.refused = true
                         return false
                     }
-                    counter.count += Int64(bytes.count)
-                    return sink(bytes)
+                    // Never a byte past the range: a store (or a proxy before it) that ignores
+                    // Range sends the whole object, and what ran past the response's
+                    // Content-Length would read as the connection's next response.
+                    let wanted = Int(min(Int64(bytes.count), length - counter.count))
+                    guard wanted > 0 else { return false }
+                    counter.count += Int64(wanted)
+                    guard sink(UnsafeRawBufferPointer(rebasing: bytes[0..<wanted])) else { return false }
+                    return wanted == bytes.count
                 }, stallTimeout: stallTimeout)
         } catch {
             if counter.refused { throw .badAnswer("a range of \"\(key)\" other than the one asked") }
             guard counter.count > 0 else { throw error }
-            return counter.count  // broke off after some bytes: the caller asks for the rest
+            return counter.count  // broke off (or ran past the range) after some bytes: the caller asks for what is missing
         }
         try check(answer, key: key)
         return counter.count
@@ -300,7 +307,8 @@ enum XMLField {
         let text = String(decoding: body.prefix(64 * 1024), as: UTF8.self)
         guard let open = text.range(of: "<\(tag)>"), let close = text.range(of: "</\(tag)>", range: open.upperBound..<text.endIndex) else { return nil }
         let value = String(text[open.upperBound..<close.lowerBound])
-        return value.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+        return value.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#34;", with: "\"").replacingOccurrences(of: "&#39;", with: "'")
+            .replacingOccurrences(of: "&apos;", with: "'").replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
             .replacingOccurrences(of: "&amp;", with: "&")
     }
 

@@ -82,7 +82,8 @@ public struct SigV4: Sendable {
             ("X-Amz-Date", stamp.time), ("X-Amz-Expires", String(seconds)), ("X-Amz-SignedHeaders", "host"),
         ]
         if let token = credentials.sessionToken { parameters.append(("X-Amz-Security-Token", token)) }
-        let authority = base.port.map { "\(host):\($0)" } ?? host
+        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host  // an IPv6 address, as a Host header writes it
+        let authority = base.port.map { "\(bracketed):\($0)" } ?? bracketed
         let request = Request(method: method, path: path, query: parameters, headers: [("host", authority)], payloadHash: "UNSIGNED-PAYLOAD")
         let signature = sign(Self.canonicalRequest(request).canonical, stamp: stamp)
         let queryText = Self.canonicalQuery(parameters) + "&X-Amz-Signature=" + signature

@@ -10,16 +10,19 @@ enum ConsumptionAnswer {
     /// - `DELIVERED` once a whole copy went out (delivered or acknowledged, even if later revoked);
     /// - `UNDELIVERED_SERVER_OUTAGE` when the failure was ours: a proof still pending because the
     ///   App Store could not be asked, or downloads that started and never completed;
-    /// - `UNDELIVERED_OTHER` otherwise.
+    /// - `UNDELIVERED_OTHER` otherwise, and whenever the object store sends the bytes
+    ///   (`contentHandedOff`, `--content-delivery redirect`): Stockroom handed out a URL and cannot
+    ///   tell whether the download failed, so it never claims an outage of its own.
     /// `consumptionPercentage` is 0 when nothing was delivered (Apple refuses anything else then)
     /// and is left out when it is not known; never for auto-renewable subscriptions.
     static func build(
-        row: Fulfilment?, pendingProof: Bool, product: Product?, refundPreference: ConsumptionInformation.RefundPreference?
+        row: Fulfilment?, pendingProof: Bool, product: Product?, refundPreference: ConsumptionInformation.RefundPreference?,
+        contentHandedOff: Bool = false
     ) -> ConsumptionInformation {
         let status: ConsumptionInformation.DeliveryStatus
         if row?.deliveredAt != nil {
             status = .delivered
-        } else if pendingProof || (row.map { $0.state.isEntitled && $0.attempts > 0 } ?? false) {
+        } else if pendingProof || (!contentHandedOff && (row.map { $0.state.isEntitled && $0.attempts > 0 } ?? false)) {
             status = .undeliveredServerOutage
         } else {
             status = .undeliveredOther

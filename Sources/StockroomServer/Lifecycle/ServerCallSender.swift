@@ -15,6 +15,9 @@ public struct ServerCallSender: Service, CustomStringConvertible {
     let client: AppStoreServerAPIClient
     let catalog: CatalogStore
     let refundPreference: ConsumptionInformation.RefundPreference?
+    /// Whether an object store sends the bytes (`--content-delivery redirect`): a download that
+    /// never completed is then not known to be Stockroom's failure.
+    var contentHandedOff = false
     /// How often the queue is read when nothing wakes the sender.
     let interval: Duration
     let wakeUps: WakeUps
@@ -89,7 +92,8 @@ public struct ServerCallSender: Service, CustomStringConvertible {
             let kept = try? await (ledger as? any LedgerInsights)?.pendingProofs(keptUnder: call.transactionID, limit: PendingProof.perTransaction)
             let pending = kept?.contains { $0.status == .pending } ?? false
             let answer = ConsumptionAnswer.build(
-                row: row, pendingProof: pending, product: row.flatMap { catalog.catalog.product(id: $0.productID) }, refundPreference: refundPreference)
+                row: row, pendingProof: pending, product: row.flatMap { catalog.catalog.product(id: $0.productID) }, refundPreference: refundPreference,
+                contentHandedOff: contentHandedOff)
             guard answer.customerConsented else { return (.refused(status: 0, errorCode: nil, reason: "no customer consent on record"), nil) }
             let body = (try? JSONEncoder.sorted.encode(answer)).map { String(decoding: $0, as: UTF8.self) }
             return (await client.sendConsumptionInformation(call.transactionID, environment: call.environment, answer), body)

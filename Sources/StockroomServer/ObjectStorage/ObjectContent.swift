@@ -17,6 +17,10 @@ struct ObjectContent: Sendable {
                 if configuration.catalogFolder.hasPrefix("s3://") {
                     throw StartupError.objectStorage("--catalog in a bucket needs --content in a bucket too (s3://BUCKET/PREFIX)")
                 }
+                if configuration.contentDelivery == .redirect {
+                    throw StartupError.objectStorage(
+                        "--content-delivery redirect needs content in a bucket (--content s3://BUCKET/PREFIX); a folder is streamed, or sent by nginx with --offload")
+                }
                 return nil
             }
             location = parsed
@@ -35,6 +39,9 @@ struct ObjectContent: Sendable {
         }
         let client = S3Client(settings: settings, bucket: location.bucket)
         try await check(client, what: "--content \(location)")
+        if configuration.contentDelivery == .redirect, client.presignedGET(location.key("probe"), lifetime: .seconds(60)) == nil {
+            throw .objectStorage("no presigned URL can be made for \(client.settings.base(bucket: location.bucket).origin)")
+        }
         let place: ObjectCatalogLoader.CatalogPlace
         do {
             if let catalog = try ObjectLocation(parsing: configuration.catalogFolder) {
