@@ -171,9 +171,12 @@ import Testing
                 Issue.record("expected unavailable")
                 return
             }
-            // The upstream would take 5 s a call, ten times (50 s): 10 s shows the 800 ms budget
-            // holds, with slack for a suite (two engines) that shares two busy cores.
-            #expect(ContinuousClock.now - start < .seconds(10))
+            // The upstream would take 5 s a call, ten times (50 s). The budget shows in the calls
+            // made (one, two at most, never ten); the time only guards against a hang, with slack
+            // for a full run whose servers, PostgreSQL and S3 store share two busy cores (it took
+            // 12.5 s in one such run).
+            #expect(try await control.calls().total <= 2)
+            #expect(ContinuousClock.now - start < .seconds(30))
         }
     }
 
