@@ -11,9 +11,13 @@ extension HTTPTransport {
         _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
-        guard challenge.protectionSpace.authenticationMethod == NSURLAuthenticationMethodServerTrust, settings.trust.isCustom,
-            let trust = challenge.protectionSpace.serverTrust
-        else {
+        guard challenge.protectionSpace.authenticationMethod == NSURLAuthenticationMethodServerTrust else {
+            // Neither Stockroom nor an object store it redirects to asks for HTTP authentication:
+            // no credential the device holds (Negotiate, NTLM, a client certificate, a stored
+            // password) is offered to a host a server's answer chose.
+            return completionHandler(.cancelAuthenticationChallenge, nil)
+        }
+        guard settings.trust.isCustom, let trust = challenge.protectionSpace.serverTrust else {
             return completionHandler(.performDefaultHandling, nil)
         }
         if let file = settings.trust.certificateAuthorities {
