@@ -539,21 +539,28 @@ import Testing
                 #expect(resumed.status == .partialContent)
                 #expect(Array(buffer: resumed.body) == Array(ServerFixture.book[10000...]))
 
-                // A product added to the bucket's catalogue is published by both after their poll.
-                try await bucket.client.put(
-                    catalogKey,
-                    body: Array(
-                        ServerFixture.catalog([
-                            ServerFixture.entry(DownloadFixture.book, file: "books/book.epub"), ServerFixture.entry("com.example.big", file: "big.bin"),
-                        ]).utf8), contentType: "application/json")
+                // A product pushed with `stockroom content push` is published by both after their poll.
+                let pushed = try TemporaryFolder()
+                let level = sampleBytes(count: 30_000, seed: 30)
+                let file = try pushed.write("level.pak", level)
+                _ = try await StockroomProcess.run(
+                    try StockroomProcess.binary(),
+                    [
+                        "content", "push", file, "--product", "com.example.big", "--title", "Level", "--type", "non-consumable",
+                        "--content", "s3://\(bucket.client.bucket)/shop", "--catalog", "s3://\(bucket.client.bucket)/\(catalogKey)",
+                        "--s3-endpoint", bucket.store.endpoint, "--database", pushed.path + "/ledger.sqlite",
+                    ], environment: bucket.store.environment)
                 for client in [first.client, secondClient] {
                     var status = HTTPResponse.Status.notFound
+                    var body = ""
                     let deadline = ContinuousClock.now + .seconds(30)
                     while status != .ok, ContinuousClock.now < deadline {
                         try await Task.sleep(for: .milliseconds(200))
-                        status = try await client.execute(uri: "/v1/catalog/com.example.big", method: .get).status
+                        let answer = try await client.execute(uri: "/v1/catalog/com.example.big", method: .get)
+                        (status, body) = (answer.status, String(buffer: answer.body))
                     }
                     #expect(status == .ok)
+                    #expect(body.contains(ByteEncoding.hex(SHA256.hash(level))))
                 }
             }
         }
