@@ -36,6 +36,7 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .systemLibrary(name: "CMalloc"),
+        .systemLibrary(name: "CCRC32C"),
         .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "openssl",
@@ -47,6 +48,7 @@ let package = Package(
             name: "StockroomCore",
             dependencies: [
                 "CCurl",
+                "CCRC32C",
                 "CMalloc",
                 "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
