@@ -139,7 +139,7 @@ struct BucketCatalog {
             fail("the upload of \(file) to s3://\(location.bucket)/\(objectKey) failed: \(error)")
         }
         // Stockroom computed this digest from the bytes it sent: no server here hashes them again.
-        loader.digests.remember(object: "s3://\(location.bucket)/\(objectKey)", head: uploaded.head, sha256: uploaded.sha256)
+        loader.digests.remember(object: "s3://\(location.bucket)/\(objectKey)", head: uploaded.head, digest: uploaded.digest)
         try? loader.digests.saveAll()
         // Every entry checked and every object headed; nothing else downloaded (the servers hash
         // what they do not yet know at their next poll).
@@ -174,7 +174,7 @@ struct BucketCatalog {
         }
         let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18 + Double((ContinuousClock.now - started).components.seconds)
         print(
-            "pushed \(productID): s3://\(location.bucket)/\(objectKey), \(uploaded.head.size) bytes in \(String(format: "%.1f", seconds)) s, sha256 \(uploaded.sha256)"
+            "pushed \(productID): s3://\(location.bucket)/\(objectKey), \(uploaded.head.size) bytes in \(String(format: "%.1f", seconds)) s, sha256 \(uploaded.digest.sha256)"
         )
         print("\(loader.catalogName) written (\(catalogFile.products.count) products); running servers publish it at their next poll")
     }

@@ -154,4 +154,26 @@ import Testing
         try FileManager.default.setAttributes([.modificationDate: before.addingTimeInterval(5)], ofItemAtPath: file)
         #expect(try restarted.load().products[0].sha256 == ByteEncoding.hex(SHA256.hash(sampleBytes(count: 5_000, seed: 9))))
     }
+
+    /// An object's entry keeps both digests against the object's size and ETag; one written
+    /// without a CRC-32C (before streams were checked by it) reads as unhashed, so the object is
+    /// hashed again rather than streamed unchecked.
+    @Test func anObjectsDigestsAreKeptByHeadAndAnEntryWithoutACRCIsHashedAgain() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("digests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.path + "/digests.json"
+        let head = S3Client.Head(size: 9, etag: "\"e1\"")
+        let digest = ObjectDigest(sha256: String(repeating: "ab", count: 32), crc32c: 0x0000_00FF)
+        let cache = DigestCache(file: file)
+        cache.remember(object: "s3://b/k", head: head, digest: digest)
+        try cache.saveAll()
+        let reread = DigestCache(file: file)
+        #expect(reread.digest(ofObject: "s3://b/k", head: head) == digest)
+        #expect(reread.digest(ofObject: "s3://b/k", head: S3Client.Head(size: 9, etag: "\"e2\"")) == nil)
+        #expect(reread.digest(ofObject: "s3://b/k", head: S3Client.Head(size: 10, etag: "\"e1\"")) == nil)
+        let older = #"{"s3://b/k": {"object": {"size": 9, "etag": "\"e1\""}, "sha256": "\#(digest.sha256)"}}"#
+        try older.write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(DigestCache(file: file).digest(ofObject: "s3://b/k", head: head) == nil)
+    }
 }

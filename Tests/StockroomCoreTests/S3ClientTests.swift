@@ -13,9 +13,9 @@ import Testing
         let head = try await client.head("levels/one.bin")
         #expect(head == S3Client.Head(size: 300_000, etag: etag))
         #expect(try await client.read("levels/one.bin", range: 1000...1999, ifMatch: etag) == Array(bytes[1000...1999]))
-        let digest = try await client.sha256("levels/one.bin", ifMatch: etag)
+        let digest = try await client.digest("levels/one.bin", ifMatch: etag)
         #expect(digest.size == 300_000)
-        #expect(digest.sha256 == ByteEncoding.hex(SHA256.hash(bytes)))
+        #expect(digest.digest == ObjectDigest(sha256: ByteEncoding.hex(SHA256.hash(bytes)), crc32c: CRC32C.checksum(bytes)))
     }
 
     @Test func aReplacedObjectIsRefusedByItsOldETag() async throws {
@@ -23,7 +23,29 @@ import Testing
         let first = try await client.put("a.bin", body: Array(repeating: 1, count: 100), contentType: "application/octet-stream")
         try await client.put("a.bin", body: Array(repeating: 2, count: 100), contentType: "application/octet-stream")
         await #expect(throws: ObjectStoreError.changed(key: "a.bin")) { try await client.read("a.bin", range: 0...9, ifMatch: first) }
-        await #expect(throws: ObjectStoreError.changed(key: "a.bin")) { try await client.sha256("a.bin", ifMatch: first) }
+        await #expect(throws: ObjectStoreError.changed(key: "a.bin")) { try await client.digest("a.bin", ifMatch: first) }
+    }
+
+    /// A store (or a cache before it) that ignores If-Match and answers with another object is
+    /// refused by the ETag it names, before a byte is handed on.
+    @Test func aStreamAnsweredWithAnotherObjectsETagIsRefusedAsChanged() async throws {
+        let (store, client) = try await ScratchBucket.make()
+        let bytes = Array(repeating: UInt8(3), count: 50_000)
+        let etag = try await client.put("a.bin", body: bytes, contentType: "application/octet-stream")
+        let bare = etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        let port = try #require(URL(string: store.endpoint)?.port)
+        let proxy = try TCPProxy(upstreamPort: port)
+        defer { proxy.stop() }
+        let proxied = S3Client(settings: try ObjectStoreSettings(endpoint: "http://127.0.0.1:\(proxy.port)", region: "us-east-1", credentials: store.credentials), bucket: client.bucket)
+        let handed = ByteTally()
+        proxy.inject([.replaceInHead(bare, with: String(bare.reversed()))])
+        await #expect(throws: ObjectStoreError.changed(key: "a.bin")) {
+            try await proxied.stream("a.bin", range: 0...49_999, ifMatch: etag) { handed.add($0.count) }
+        }
+        #expect(handed.total == 0)
+        #expect(proxy.requests.count == 1)
+        // Through the same proxy, untouched, the same call streams the object.
+        #expect(try await proxied.stream("a.bin", range: 0...49_999, ifMatch: etag) { handed.add($0.count) } == 50_000)
     }
 
     @Test func aMissingObjectAndAMissingBucketAreNamed() async throws {
@@ -68,7 +90,9 @@ import Testing
         _ = try await client.completeMultipart("big.bin", uploadID: upload, parts: tags)
         let head = try await client.head("big.bin")
         #expect(head.size == Int64(part1.count + part2.count))
-        #expect(try await client.sha256("big.bin", ifMatch: head.etag).sha256 == ByteEncoding.hex(SHA256.hash(part1 + part2)))
+        #expect(
+            try await client.digest("big.bin", ifMatch: head.etag).digest
+                == ObjectDigest(sha256: ByteEncoding.hex(SHA256.hash(part1 + part2)), crc32c: CRC32C.checksum(part1 + part2)))
     }
 
     @Test func aPresignedURLServesItsObjectAloneUntilItExpires() async throws {
@@ -92,4 +116,17 @@ import Testing
         let answer = try await CurlHTTPClient().send(UpstreamRequest(method: .get, url: url))
         return (answer.status, answer.status == 200 ? answer.body : [])
     }
+}
+
+/// Bytes a stream's sink was given.
+private final class ByteTally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    func add(_ bytes: Int) -> Bool {
+        lock.withLock { count += bytes }
+        return true
+    }
+
+    var total: Int { lock.withLock { count } }
 }

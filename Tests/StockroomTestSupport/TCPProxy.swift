@@ -20,6 +20,9 @@ public final class TCPProxy: @unchecked Sendable {
         case cutAfterThenRefuse(Int)
         /// Hold the connection's first request this many seconds before passing it on.
         case holdRequest(TimeInterval)
+        /// Replace the first occurrence of a text in the answer's first bytes with another of the
+        /// same length (a header's value: lengths stay right).
+        case replaceInHead(String, with: String)
     }
 
     public let port: Int
@@ -201,7 +204,13 @@ public final class TCPProxy: @unchecked Sendable {
                 length = min(count, limit - offset)
             case .flip(let at)?:
                 if at >= offset, at < offset + count { buffer[at - offset] ^= 0xFF }
-            case nil, .cutAfterThenRefuse?, .holdRequest?:
+            case .replaceInHead(let old, let new)? where offset == 0:
+                let old = Array(old.utf8), new = Array(new.utf8)
+                precondition(old.count == new.count, "a replacement keeps the answer's length")
+                if let start = (0...max(0, count - old.count)).first(where: { buffer[$0..<($0 + old.count)].elementsEqual(old) }) {
+                    buffer.replaceSubrange(start..<(start + old.count), with: new)
+                }
+            case nil, .cutAfterThenRefuse?, .holdRequest?, .replaceInHead?:
                 break
             }
             var written = 0

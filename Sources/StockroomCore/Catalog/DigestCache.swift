@@ -3,7 +3,8 @@ import Synchronization
 
 /// SHA-256 digests of content files, keyed by path and valid while the file's stamp (size,
 /// modification time, inode) is unchanged, so restarts and reloads skip re-hashing; and of
-/// objects in a bucket, keyed by `s3://bucket/key` and valid while its size and ETag are.
+/// objects in a bucket (with their CRC-32C), keyed by `s3://bucket/key` and valid while its size
+/// and ETag are.
 ///
 /// Kept in a JSON file written atomically (temp file + rename); a missing or unreadable cache
 /// file only means hashing again.
@@ -13,6 +14,8 @@ public final class DigestCache: Sendable {
         /// An object's size and the store's ETag, for an object's entry.
         var object: S3Client.Head?
         var sha256: String
+        /// An object's CRC-32C, lower-case hex; an object's entry without one is hashed again.
+        var crc32c: String?
     }
 
     private let file: String?
@@ -44,14 +47,17 @@ public final class DigestCache: Sendable {
         return digest
     }
 
-    /// The digest Stockroom computed of the object `address` (`s3://bucket/key`) when it had `head`.
-    public func digest(ofObject address: String, head: S3Client.Head) -> String? {
-        entries.withLock { $0[address] }.flatMap { $0.object == head ? $0.sha256 : nil }
+    /// The digests Stockroom computed of the object `address` (`s3://bucket/key`) when it had `head`.
+    public func digest(ofObject address: String, head: S3Client.Head) -> ObjectDigest? {
+        guard let entry = entries.withLock({ $0[address] }), entry.object == head, let crc = entry.crc32c.flatMap({ UInt32($0, radix: 16) }) else {
+            return nil
+        }
+        return ObjectDigest(sha256: entry.sha256, crc32c: crc)
     }
 
-    /// Keeps the digest Stockroom computed of the object `address` as it was at `head`.
-    public func remember(object address: String, head: S3Client.Head, sha256: String) {
-        let entry = Entry(stamp: nil, object: head, sha256: sha256)
+    /// Keeps the digests Stockroom computed of the object `address` as it was at `head`.
+    public func remember(object address: String, head: S3Client.Head, digest: ObjectDigest) {
+        let entry = Entry(stamp: nil, object: head, sha256: digest.sha256, crc32c: CRC32C.hex(digest.crc32c))
         let changed = entries.withLock { entries in
             defer { entries[address] = entry }
             return entries[address] != entry

@@ -106,27 +106,28 @@ public struct ObjectCatalogLoader: Sendable {
             case .failure(let error): problems.append("\(item.name): the object \"\(item.key)\" cannot be read: \(error)"); continue
             case nil: problems.append("\(item.name): the object \"\(item.key)\" was not read"); continue
             }
-            var sha256 = digests.digest(ofObject: address, head: head)
-            if sha256 == nil {
+            var digest = digests.digest(ofObject: address, head: head)
+            if digest == nil {
                 do {
-                    let digest = try await content.sha256(item.key, ifMatch: head.etag)
-                    guard digest.size == head.size else {
+                    let computed = try await content.digest(item.key, ifMatch: head.etag)
+                    guard computed.size == head.size else {
                         problems.append("\(item.name): the object \"\(item.key)\" changed while it was hashed")
                         continue
                     }
-                    digests.remember(object: address, head: head, sha256: digest.sha256)
-                    sha256 = digest.sha256
+                    digests.remember(object: address, head: head, digest: computed.digest)
+                    digest = computed.digest
                 } catch {
                     problems.append("\(item.name): the object \"\(item.key)\" cannot be hashed: \(error)")
                     continue
                 }
             }
-            guard let sha256 else { continue }
+            guard let digest else { continue }
             var product = Product(
                 productId: item.entry.productId ?? "", title: item.entry.title ?? "", type: item.type,
                 contentVersion: item.entry.contentVersion ?? "1", contentType: item.entry.contentType ?? "application/octet-stream",
-                size: head.size, sha256: sha256, file: item.key)
+                size: head.size, sha256: digest.sha256, file: item.key)
             product.objectETag = head.etag
+            product.objectCRC32C = digest.crc32c
             product.sampleContentProvided = item.entry.sampleContentProvided ?? false
             products.append(product)
             watched[item.key] = head

@@ -20,6 +20,9 @@ public struct Product: Sendable, Equatable, Codable {
     /// For content in a bucket, the store's ETag of the object when it was hashed; never sent
     /// to clients. Delivery refuses an object whose ETag moved since.
     public var objectETag: String?
+    /// For content in a bucket, the CRC-32C of the object's bytes, computed with its SHA-256; a
+    /// streamed body is checked against it. Never sent to clients.
+    public var objectCRC32C: UInt32?
     /// Whether the app offers a free sample of this content before purchase: told to Apple
     /// with a consumption answer (`sampleContentProvided`); never sent to clients.
     public var sampleContentProvided: Bool = false
@@ -59,7 +62,7 @@ public struct Product: Sendable, Equatable, Codable {
 
     /// The representation of this product's content, for range and conditional requests.
     public var representation: ContentRepresentation {
-        ContentRepresentation(path: file, size: size, sha256: sha256, contentType: contentType, stamp: stamp, objectETag: objectETag)
+        ContentRepresentation(path: file, size: size, sha256: sha256, contentType: contentType, stamp: stamp, objectETag: objectETag, objectCRC32C: objectCRC32C)
     }
 }
 

@@ -10,14 +10,19 @@ public struct ContentRepresentation: Sendable, Equatable {
     public var stamp: FileStamp?
     /// For an object in a bucket, the store's ETag when it was hashed.
     public var objectETag: String?
+    /// For an object in a bucket, the CRC-32C computed with the SHA-256.
+    public var objectCRC32C: UInt32?
 
-    public init(path: String, size: Int64, sha256: String, contentType: String, stamp: FileStamp? = nil, objectETag: String? = nil) {
+    public init(
+        path: String, size: Int64, sha256: String, contentType: String, stamp: FileStamp? = nil, objectETag: String? = nil, objectCRC32C: UInt32? = nil
+    ) {
         self.path = path
         self.size = size
         self.sha256 = sha256
         self.contentType = contentType
         self.stamp = stamp
         self.objectETag = objectETag
+        self.objectCRC32C = objectCRC32C
     }
 
     /// The strong entity tag: the file's SHA-256, so it changes exactly when the bytes do.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Uploads a local file to a bucket, hashing it on the way: one PUT for a file of one part,
-/// multipart for a larger one, one part in memory at a time. The SHA-256 it returns is of the
+/// multipart for a larger one, one part in memory at a time. The digests it returns are of the
 /// bytes it read and sent, and the object's size is checked against them afterwards.
 public struct ObjectUpload: Sendable {
     /// 16 MiB parts: S3 needs at least 5 MiB (but the last), allows 10,000 parts (156 GiB at this size).
@@ -10,7 +10,7 @@ public struct ObjectUpload: Sendable {
 
     /// What an upload produced.
     public struct Result: Sendable, Equatable {
-        public var sha256: String
+        public var digest: ObjectDigest
         public var head: S3Client.Head
     }
 
@@ -33,7 +33,7 @@ public struct ObjectUpload: Sendable {
         guard (total + Int64(partSize) - 1) / Int64(partSize) <= Int64(Self.largestPartCount) else {
             throw ObjectUploadError.tooLarge(path, bytes: total)
         }
-        var hasher: SHA256? = SHA256()
+        var hasher: ObjectHasher? = ObjectHasher()
         var sent: Int64 = 0
         var stored: String
         var first = try Self.read(handle, count: partSize)
@@ -62,15 +62,14 @@ public struct ObjectUpload: Sendable {
                 throw error
             }
         }
-        var sha256 = ""
-        if let whole = hasher.take() { sha256 = ByteEncoding.hex(whole.finalize()) }
+        guard let digest = hasher.take()?.finalize() else { throw ObjectUploadError.unreadable(path) }
         let head = try await client.head(key)
         guard head.size == sent else { throw ObjectUploadError.sizeMismatch(key, sent: sent, stored: head.size) }
         // The digest is kept against the ETag the store gave our own write: another write landing
         // between it and the HEAD (same size or not) would otherwise take our digest.
         let bare = { (tag: String) in tag.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
         guard stored.isEmpty || bare(head.etag) == bare(stored) else { throw ObjectUploadError.replacedMeanwhile(key) }
-        return Result(sha256: sha256, head: head)
+        return Result(digest: digest, head: head)
     }
 
     /// Up to `count` bytes, fewer only at the end of the file.

@@ -97,9 +97,9 @@ public final class S3Client: Sendable {
         return (answer.body, tag)
     }
 
-    /// The SHA-256 of the whole object, streamed through in bounded memory, and its size; the
+    /// The digests of the whole object, streamed through in bounded memory, and its size; the
     /// object must still have `etag`, else `.changed`.
-    public func sha256(_ key: String, ifMatch etag: String) async throws(ObjectStoreError) -> (sha256: String, size: Int64) {
+    public func digest(_ key: String, ifMatch etag: String) async throws(ObjectStoreError) -> (digest: ObjectDigest, size: Int64) {
         let hasher = StreamHasher()
         let answer = try await send(.get, key: key, headers: [("If-Match", etag)], timeout: nil, sink: hasher.sink)
         try check(answer, key: key)
@@ -129,6 +129,12 @@ public final class S3Client: Sendable {
             answer = try await send(
                 .get, key: key, headers: headers, timeout: nil,
                 sink: { start, bytes in
+                    // The object asked for: a store (or a cache before it) that ignores If-Match
+                    // still names what it sends.
+                    if let etag, let sent = start.headers["etag"], sent != etag {
+                        counter.changed = true
+                        return false
+                    }
                     // Only the range asked, as a 206 (or the whole object from its start): bytes
                     // from elsewhere would pass every length check.
                     guard start.status == 206 ? start.headers["content-range"]?.hasPrefix(expectedRange) == true : range.lowerBound == 0 else {
@@ -145,6 +151,7 @@ public final class S3Client: Sendable {
                     return wanted == bytes.count
                 }, stallTimeout: stallTimeout)
         } catch {
+            if counter.changed { throw .changed(key: key) }
             if counter.refused { throw .badAnswer("a range of \"\(key)\" other than the one asked") }
             guard counter.count > 0 else { throw error }
             return counter.count  // broke off (or ran past the range) after some bytes: the caller asks for what is missing
@@ -277,7 +284,7 @@ public final class S3Client: Sendable {
 
 /// Feeds a streamed body into SHA-256, counting its bytes. libcurl calls the sink from one thread.
 private final class StreamHasher: @unchecked Sendable {
-    private var hasher: SHA256? = SHA256()
+    private var hasher: ObjectHasher? = ObjectHasher()
     private(set) var count: Int64 = 0
 
     var sink: @Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool {
@@ -288,9 +295,9 @@ private final class StreamHasher: @unchecked Sendable {
         }
     }
 
-    func finish() -> String {
-        guard let hasher = hasher.take() else { return "" }
-        return ByteEncoding.hex(hasher.finalize())
+    func finish() -> ObjectDigest {
+        guard let hasher = hasher.take() else { return ObjectDigest(sha256: "", crc32c: 0) }
+        return hasher.finalize()
     }
 }
 
@@ -298,6 +305,7 @@ private final class StreamHasher: @unchecked Sendable {
 private final class ByteCounter: @unchecked Sendable {
     var count: Int64 = 0
     var refused = false
+    var changed = false
 }
 
 /// The few fields Stockroom reads from S3's XML answers, found by tag; bounded input.
