@@ -19,11 +19,14 @@ public struct ContentResponder<Store: ContentStore>: Sendable {
     /// `onFinish` runs once the body has been written or has failed (a client that went away),
     /// with what was sent; it is not called for HEAD, which gets the headers of GET and no body.
     /// `prepared` is the content as `store.prepare` already checked it (the download routes check
-    /// it before the ledger hears of the download); nil checks it here.
+    /// it before the ledger hears of the download); nil checks it here. `direct` is the
+    /// connection's way below Hummingbird's writer (`DirectBody.of(channel)`), nil to write
+    /// through Hummingbird.
     public func response(
         to request: HTTPRequest,
         representation: ContentRepresentation,
         prepared checked: PreparedContent? = nil,
+        direct: DirectBody? = nil,
         extraHeaders: HTTPFields = [:],
         onFinish: (@Sendable (DeliveryReport) async -> Void)? = nil
     ) async throws -> Response {
@@ -65,7 +68,7 @@ public struct ContentResponder<Store: ContentStore>: Sendable {
             let sent = Atomic<Int64>(0)
             do {
                 if let range {
-                    try await store.write(prepared, range: range, to: &writer) { count in
+                    try await store.write(prepared, range: range, to: &writer, direct: direct) { count in
                         sent.add(Int64(count), ordering: .relaxed)
                     }
                 }

@@ -1,4 +1,5 @@
 import StockroomCore
+import Synchronization
 public import Hummingbird
 import NIOCore
 import NIOPosix
@@ -15,11 +16,12 @@ public protocol ContentStore: Sendable {
     /// Checks that `representation` is still on disk, inside the store, as it was hashed.
     func prepare(_ representation: ContentRepresentation) async throws -> PreparedContent
 
-    /// Writes the bytes of `range` to `writer` in bounded memory, returning how many went out.
-    /// Throws when the file changed under it; `progress` hears each chunk's size once it is written.
+    /// Writes the bytes of `range` in bounded memory: through `direct` when the connection has it
+    /// (below Hummingbird's writer), else to `writer`. Throws when the content changed under it;
+    /// `progress` hears each chunk's size once it is written.
     func write(
-        _ content: PreparedContent, range: ClosedRange<Int64>, to writer: inout any ResponseBodyWriter,
-        progress: @Sendable (Int) -> Void
+        _ content: PreparedContent, range: ClosedRange<Int64>, to writer: inout any ResponseBodyWriter, direct: DirectBody?,
+        progress: @escaping @Sendable (Int) -> Void
     ) async throws
 }
 
@@ -35,7 +37,8 @@ public struct PreparedContent: Sendable {
     }
 }
 
-/// The content folder on local disk, read with `pread` on NIO's thread pool.
+/// The content folder on local disk: sent with `sendfile` on a live connection (the kernel copies
+/// the file to the socket, as nginx does), read with `pread` on NIO's thread pool otherwise.
 public struct LocalContentStore: ContentStore {
     /// 512 KiB: one download holds two chunks, plus what the channel has not yet written.
     /// Measured on loopback with 16 clients: 256 KiB gave 2.3–3.0 GB/s, 512 KiB 2.8–3.5 GB/s at
@@ -65,13 +68,17 @@ public struct LocalContentStore: ContentStore {
     }
 
     public func write(
-        _ content: PreparedContent, range: ClosedRange<Int64>, to writer: inout any ResponseBodyWriter,
-        progress: @Sendable (Int) -> Void
+        _ content: PreparedContent, range: ClosedRange<Int64>, to writer: inout any ResponseBodyWriter, direct: DirectBody?,
+        progress: @escaping @Sendable (Int) -> Void
     ) async throws {
         let path = content.absolutePath
         let file = try await threadPool.runIfActive { try OpenContentFile(path: path) }
         guard Self.matches(file.stamp, content.representation) else {
             throw ContentError.changedSinceHashed(content.representation.path)
+        }
+        if let direct {
+            try await send(file, content, range: range, through: direct, progress: progress)
+            return
         }
         // Two buffers per download, alternating: by the time one comes round again the channel
         // has usually written and released it, so its memory is reused rather than allocated.
@@ -95,6 +102,67 @@ public struct LocalContentStore: ContentStore {
             progress(count)
             offset += Int64(count)
         }
+    }
+
+    /// The range as `sendfile` regions, two queued at a time: no byte passes through user space.
+    /// Each region is its own write, so the send-rate watch and `progress` count it once the
+    /// socket took all of it. The first regions are small (64 KiB, doubling up to `chunkSize`):
+    /// a client that leaves after a few hundred kilobytes has those counted.
+    ///
+    /// A file cut short under the download ends it: checked before each region, and once a
+    /// second while regions wait, since `sendfile` past the end sends nothing and the event loop
+    /// would try again as long as the client reads.
+    private func send(
+        _ file: OpenContentFile, _ content: PreparedContent, range: ClosedRange<Int64>, through direct: DirectBody,
+        progress: @Sendable (Int) -> Void
+    ) async throws {
+        let handle = try file.handleForSending()
+        let end = range.upperBound + 1
+        let cutShort = SharedFlag()
+        var queued: [(written: EventLoopFuture<Void>, count: Int)] = []
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    while true {
+                        try await Task.sleep(for: .seconds(1))
+                        if file.size() < end {
+                            cutShort.set()
+                            direct.close()
+                            return
+                        }
+                    }
+                }
+                defer { group.cancelAll() }
+                var offset = range.lowerBound
+                var regionSize = min(64 << 10, chunkSize)
+                while offset < end {
+                    let count = Int(min(Int64(regionSize), end - offset))
+                    guard file.size() >= offset + Int64(count) else {
+                        cutShort.set()
+                        break
+                    }
+                    let region = FileRegion(fileHandle: handle, readerIndex: Int(offset), endIndex: Int(offset) + count)
+                    queued.append((direct.write(.fileRegion(region)), count))
+                    offset += Int64(count)
+                    regionSize = min(regionSize * 2, chunkSize)
+                    if queued.count == 2 {
+                        try await queued[0].written.get()
+                        progress(queued.removeFirst().count)
+                    }
+                }
+                while let next = queued.first {
+                    try await next.written.get()
+                    progress(queued.removeFirst().count)
+                }
+            }
+        } catch {
+            // The channel may still hold a region of this handle: it closes once none does.
+            for pending in queued { _ = try? await pending.written.get() }
+            try? handle.close()
+            throw cutShort.isSet ? ContentError.changedSinceHashed(content.representation.path) : error
+        }
+        try handle.close()
+        if cutShort.isSet { throw ContentError.changedSinceHashed(content.representation.path) }
     }
 
     private static func matches(_ stamp: FileStamp, _ representation: ContentRepresentation) -> Bool {
@@ -123,6 +191,20 @@ final class OpenContentFile: Sendable {
     }
 
     deinit { close(descriptor) }
+
+    /// The file's size now (`fstat`), or -1.
+    func size() -> Int64 {
+        var status = stat()
+        return fstat(descriptor, &status) == 0 ? Int64(status.st_size) : -1
+    }
+
+    /// A descriptor of the same open file for NIO to send from, which the caller closes once no
+    /// write holds it.
+    func handleForSending() throws -> NIOFileHandle {
+        let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
+        guard copy >= 0 else { throw IOError(errnoCode: errno, reason: "dup") }
+        return NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: copy)
+    }
 }
 
 /// A reusable read buffer. Used by one download at a time, by the pool thread during a read and
@@ -143,4 +225,12 @@ final class ChunkSlot: @unchecked Sendable {
             return count
         }
     }
+}
+
+/// A flag one task sets and another reads.
+final class SharedFlag: Sendable {
+    private let value = Atomic(false)
+
+    func set() { value.store(true, ordering: .relaxed) }
+    var isSet: Bool { value.load(ordering: .relaxed) }
 }

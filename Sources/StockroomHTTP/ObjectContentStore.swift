@@ -8,9 +8,10 @@ import NIOCore
 /// that must stay private to the server.
 ///
 /// The object is read in one GET per response (the range asked), with `If-Match` on the ETag the
-/// catalogue hashed, through a pipe that holds at most a megabyte and a half: memory stays bounded
-/// whatever the object's size, and the slowest side sets the pace (the store's transfer waits for
-/// the client).
+/// catalogue hashed. On a live connection the store transfer's thread writes it below
+/// Hummingbird's writer (`DirectStream`, 2 MiB at most per download); without one, through a pipe
+/// to Hummingbird's writer (`ChunkPipe`). Either way memory stays bounded whatever the object's
+/// size, and the slowest side sets the pace (the store's transfer waits for the client).
 /// A transfer the store breaks off is asked for again from where it stopped, `attempts` times in a
 /// row at most; an object replaced under the catalogue is refused (412), never sent with the old
 /// digest. One GET per response, not one per chunk: a store's first byte costs milliseconds (4 ms
@@ -50,7 +51,8 @@ public struct ObjectContentStore: ContentStore {
     }
 
     public func write(
-        _ content: PreparedContent, range: ClosedRange<Int64>, to writer: inout any ResponseBodyWriter, progress: @Sendable (Int) -> Void
+        _ content: PreparedContent, range: ClosedRange<Int64>, to writer: inout any ResponseBodyWriter, direct: DirectBody?,
+        progress: @escaping @Sendable (Int) -> Void
     ) async throws {
         let key = content.absolutePath
         let etag = content.representation.objectETag
@@ -61,6 +63,10 @@ public struct ObjectContentStore: ContentStore {
         // speed of a plain copy on two cores; the client checks the SHA-256 itself.)
         let check: BodyCheck? =
             range.lowerBound == 0 && range.upperBound == content.representation.size - 1 ? content.representation.objectCRC32C.map(BodyCheck.init(expected:)) : nil
+        if let direct {
+            try await write(key, etag: etag, range: range, check: check, through: DirectStream(direct: direct, check: check, progress: progress))
+            return
+        }
         var offset = range.lowerBound
         var withheld: ByteBuffer?
         var failures = 0
@@ -113,17 +119,55 @@ public struct ObjectContentStore: ContentStore {
                 try await Task.sleep(for: .milliseconds(100 * (failures + 1)))
             }
         }
-        if let check, !check.matches {
-            StockroomMetrics.objectStoreError(operation: "read", .badAnswer("checksum"))
-            logger.error(
-                "the object store sent bytes whose CRC-32C is not the one computed with the published SHA-256; the download was cut before its end",
-                metadata: ["key": .string(key)])
-            throw ContentError.changedSinceHashed(key)
-        }
+        try refuseUnless(check, key: key)
         if let last = withheld {
             try await writer.write(last)
             progress(last.readableBytes)
         }
+    }
+
+    /// On a live connection: the store transfer's thread writes each piece straight to the channel
+    /// (`DirectStream`), so no task stands between the two threads that touch the bytes.
+    private func write(_ key: String, etag: String?, range: ClosedRange<Int64>, check: BodyCheck?, through stream: DirectStream) async throws {
+        let client = self.client
+        var offset = range.lowerBound
+        var failures = 0
+        while offset <= range.upperBound {
+            let before = offset
+            let outcome: Result<Int64, ObjectStoreError>
+            do throws(ObjectStoreError) {
+                outcome = .success(try await client.stream(key, range: offset...range.upperBound, ifMatch: etag) { stream.put($0) })
+            } catch {
+                outcome = .failure(error)
+            }
+            if let gone = stream.failure { throw gone }  // the client went away
+            offset = range.lowerBound + stream.accepted
+            if case .failure(let error) = outcome, !error.isTransient || failures + 1 >= attempts {
+                throw failure(error, key: key, operation: "read")
+            }
+            if offset <= range.upperBound {
+                failures = offset > before ? 0 : failures + 1
+                guard failures < attempts else {
+                    throw failure(.unavailable("the store broke off \(attempts) times without a byte"), key: key, operation: "read")
+                }
+                logger.notice("an object read broke off; asking for the rest", metadata: ["key": .string(key), "offset": "\(offset)"])
+                try await Task.sleep(for: .milliseconds(100 * (failures + 1)))
+            }
+        }
+        try await stream.settle()
+        stream.checkRest()
+        try refuseUnless(check, key: key)
+        try await stream.sendRest()
+    }
+
+    /// Throws (and says so) when a whole body's CRC-32C is not the one computed with the digest.
+    private func refuseUnless(_ check: BodyCheck?, key: String) throws {
+        guard let check, !check.matches else { return }
+        StockroomMetrics.objectStoreError(operation: "read", .badAnswer("checksum"))
+        logger.error(
+            "the object store sent bytes whose CRC-32C is not the one computed with the published SHA-256; the download was cut before its end",
+            metadata: ["key": .string(key)])
+        throw ContentError.changedSinceHashed(key)
     }
 
     private func failure(_ error: ObjectStoreError, key: String, operation: String) -> ContentError {
@@ -283,6 +327,134 @@ final class ChunkPipe: @unchecked Sendable {
         if finished {
             reader = nil
             return (waiting, nil)
+        }
+        return nil
+    }
+}
+
+/// Stream mode on a live connection (`DirectBody`): the store transfer's thread copies libcurl's
+/// bytes into 512 KiB pieces and writes each full piece straight to the channel, waiting while
+/// two are unconfirmed; the event loop confirms a piece once the socket took it, and the piece is
+/// then filled again (no fresh memory, no page faults). The last piece is withheld until the
+/// transfer ended and the body's check passed. At most four pieces (2 MiB) per download: two
+/// with the channel, the one withheld, the one filling.
+final class DirectStream: @unchecked Sendable {
+    private let direct: DirectBody
+    private let check: BodyCheck?
+    private let progress: @Sendable (Int) -> Void
+
+    private let condition = NSCondition()
+    // Under the lock:
+    private var unconfirmed = 0
+    private var writeFailure: (any Error)?
+    /// Pieces written and not yet confirmed, oldest first (the channel confirms in order).
+    private var sent: [ByteBuffer] = []
+    private var spare: [ByteBuffer] = []
+    private var drained: CheckedContinuation<Void, Never>?
+    // The transfer's thread alone, read by the task between transfers:
+    private var filling: ByteBuffer?
+    private var withheld: ByteBuffer?
+    /// Bytes the transfers handed on, all of them.
+    private(set) var accepted: Int64 = 0
+
+    init(direct: DirectBody, check: BodyCheck?, progress: @escaping @Sendable (Int) -> Void) {
+        self.direct = direct
+        self.check = check
+        self.progress = progress
+    }
+
+    /// Why the channel refused a piece (the client went away), once it did.
+    var failure: (any Error)? { condition.withLock { writeFailure } }
+
+    /// The transfer's side: false once a write failed.
+    func put(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var rest = bytes
+        while !rest.isEmpty {
+            var piece = filling.take() ?? takeSpare() ?? ByteBufferAllocator().buffer(capacity: ChunkPipe.pieceSize)
+            let count = min(ChunkPipe.pieceSize - piece.readableBytes, rest.count)
+            piece.writeBytes(UnsafeRawBufferPointer(rebasing: rest[..<count]))
+            rest = UnsafeRawBufferPointer(rebasing: rest[count...])
+            accepted += Int64(count)
+            if piece.readableBytes < ChunkPipe.pieceSize {
+                filling = piece
+                continue
+            }
+            check?.update(piece)
+            if let previous = withheld.take(), !send(previous) { return false }
+            withheld = piece
+        }
+        return true
+    }
+
+    /// Waits until every piece written is confirmed; throws the channel's refusal.
+    func settle() async throws {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            condition.lock()
+            if unconfirmed == 0 {
+                condition.unlock()
+                continuation.resume()
+            } else {
+                drained = continuation
+                condition.unlock()
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// The piece still filling joins the check, once the last transfer ended.
+    func checkRest() {
+        if let last = filling, last.readableBytes > 0 { check?.update(last) }
+    }
+
+    /// The withheld piece and the last one, once checked.
+    func sendRest() async throws {
+        let rest = [withheld.take(), filling.take()].compactMap { $0 }.filter { $0.readableBytes > 0 }
+        let written = rest.map { (direct.write(.byteBuffer($0)), $0.readableBytes) }
+        for (future, count) in written {
+            try await future.get()
+            progress(count)
+        }
+    }
+
+    /// Writes `piece`, first waiting while two are unconfirmed; false once a write failed.
+    private func send(_ piece: ByteBuffer) -> Bool {
+        condition.lock()
+        while unconfirmed >= 2 && writeFailure == nil { condition.wait() }
+        guard writeFailure == nil else {
+            condition.unlock()
+            return false
+        }
+        unconfirmed += 1
+        sent.append(piece)
+        condition.unlock()
+        let count = piece.readableBytes
+        // The callback holds no piece: a confirmed one is moved from `sent` to `spare`, so that
+        // `spare` holds its last reference.
+        direct.write(.byteBuffer(piece)).whenComplete { [self] result in
+            condition.lock()
+            unconfirmed -= 1
+            switch result {
+            case .success:
+                if spare.count < 4 { spare.append(sent.removeFirst()) } else { sent.removeFirst() }
+            case .failure(let error):
+                sent.removeFirst()
+                if writeFailure == nil { writeFailure = error }
+            }
+            let waiter = unconfirmed == 0 ? drained.take() : nil
+            condition.signal()
+            condition.unlock()
+            if case .success = result { progress(count) }
+            waiter?.resume()
+        }
+        return true
+    }
+
+    /// A confirmed piece no one else holds, emptied.
+    private func takeSpare() -> ByteBuffer? {
+        condition.lock()
+        defer { condition.unlock() }
+        for index in spare.indices where spare[index].modifyIfUniquelyOwned({ $0.clear() }) != nil {
+            return spare.remove(at: index)
         }
         return nil
     }

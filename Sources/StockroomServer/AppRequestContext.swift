@@ -1,12 +1,14 @@
 import HTTPTypes
 public import Hummingbird
 public import NIOCore
+public import StockroomHTTP
 
 /// The request context of every Stockroom route.
-public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, ClientAddressContext {
+public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, ClientAddressContext, ConnectionContext {
     public var coreContext: CoreRequestContextStorage
     /// The connection's peer; nil in router tests, which have no socket.
     public let remoteAddress: SocketAddress?
+    private let channel: any Channel
     /// The proxies whose forwarding headers count (`--trusted-proxy`), set by
     /// `TrustedProxyMiddleware` before any route runs; none until then.
     public var trustedProxies = TrustedProxies.none
@@ -14,6 +16,11 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, Cl
     public init(source: Source) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
+        self.channel = source.channel
+    }
+
+    public func directBody() async -> DirectBody? {
+        await DirectBody.of(channel)
     }
 
     /// Request bodies (receipts, JSON) are small; past 1 MiB is 413.
@@ -36,6 +43,12 @@ public struct AppRequestContext: RequestContext, RemoteAddressRequestContext, Cl
 
 extension HTTPField.Name {
     static let xForwardedFor = Self("X-Forwarded-For")!
+}
+
+/// A request context that reaches its connection below Hummingbird's body writer.
+public protocol ConnectionContext: RequestContext {
+    /// The connection's `DirectBody`, nil when its pipeline has none (a router test's channel).
+    func directBody() async -> DirectBody?
 }
 
 /// A request context that can tell which client a request comes from, for per-client limits.

@@ -20,9 +20,12 @@ struct DownloadFixture: Sendable {
 
     static let book = "com.example.book"
 
-    /// Runs `body` with both running; `configure` adjusts the server's configuration.
+    /// Runs `body` with both running; `configure` adjusts the server's configuration. `server`
+    /// `.router` runs the server without a socket: its bodies go through Hummingbird's writer, not
+    /// the connection below it (`DirectBody`).
     static func run<Value: Sendable>(
         engine: LedgerEngine = .sqlite,
+        server mode: TestingSetup = .live,
         _ configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
         _ body: @Sendable @escaping (DownloadFixture) async throws -> Value
     ) async throws -> Value {
@@ -40,7 +43,7 @@ struct DownloadFixture: Sendable {
                 server.configuration.serverAPICredentials = trust.credentials
                 configure(&server.configuration)
                 let configured = server
-                return try await configured.application().test(.live) { client in
+                return try await configured.application().test(mode) { client in
                     try await configured.withLedger { ledger in
                         try await body(DownloadFixture(control: control, client: ContractRecorder(client), ledger: ledger, databasePath: configured.configuration.databasePath))
                     }

@@ -89,9 +89,12 @@ import Testing
         }
     }
 
-    @Test func aLargeObjectStreamsInChunksWholeAndByRange() async throws {
+    /// Live, the store's thread writes to the connection below Hummingbird (`DirectStream`);
+    /// without a socket (router), the pieces go through Hummingbird's writer (`ChunkPipe`).
+    @Test(arguments: [("live", TestingSetup.live), ("router", TestingSetup.router)])
+    func aLargeObjectStreamsInChunksWholeAndByRange(_ path: String, _ mode: TestingSetup) async throws {
         let bucket = try await Bucket.make()
-        try await DownloadFixture.run(engine: .sqlite, { bucket.configure(&$0, delivery: .stream) }) { fixture in
+        try await DownloadFixture.run(engine: .sqlite, server: mode, { bucket.configure(&$0, delivery: .stream) }) { fixture in
             let purchase = try await fixture.control.purchase("com.example.big")
             let response = try await fixture.post(purchase, product: "com.example.big")
             #expect(response.status == .ok)

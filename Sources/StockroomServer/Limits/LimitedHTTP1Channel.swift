@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import StockroomCore
+import StockroomHTTP
 
 /// Hummingbird's HTTP/1 channel with Stockroom's connection limits (`ConnectionLimits`): a cap on
 /// open connections, an idle timeout, a header deadline, a body deadline and minimum rate, a
@@ -46,6 +47,9 @@ struct LimitedHTTP1Channel: ServerChildChannel {
                 let timeout = limits.headerTimeout > .zero ? TimeAmount(limits.headerTimeout) : nil
                 try pipeline.addHandler(HeaderDeadlineHandler(timeout: timeout, activity: activity), position: .first)
             }
+            // Below the HTTP encoder and above the send-rate watch, which so counts a body
+            // written through it (a file's sendfile regions) as it counts any other.
+            try pipeline.addHandler(DirectBodyHandler(), position: .first)
             if limits.sendTimeout > .zero, limits.minimumSendRate > 0 {
                 try pipeline.addHandler(SendRateHandler(window: TimeAmount(limits.sendTimeout), minimumRate: limits.minimumSendRate), position: .first)
             }

@@ -10,7 +10,7 @@ import StockroomEntitlement
 ///
 /// Every decision is the entitlement component's; this controller parses, asks it, and maps its
 /// answer to HTTP.
-struct DownloadController<Context: ClientAddressContext, Store: ContentStore> {
+struct DownloadController<Context: ClientAddressContext & ConnectionContext, Store: ContentStore> {
     let catalog: CatalogStore
     let entitlements: Entitlements
     let responder: ContentResponder<Store>
@@ -158,7 +158,10 @@ struct DownloadController<Context: ClientAddressContext, Store: ContentStore> {
         let logger = context.logger
         let transactionID = row.transactionID
         let size = product.size
-        return try await responder.response(to: plannedHead, representation: product.representation, prepared: prepared, extraHeaders: headers) { report in
+        let direct = await context.directBody()
+        return try await responder.response(
+            to: plannedHead, representation: product.representation, prepared: prepared, direct: direct, extraHeaders: headers
+        ) { report in
             slot?.release()
             StockroomMetrics.bytesStreamed(report.bytesSent)
             do {
