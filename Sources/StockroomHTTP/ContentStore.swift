@@ -109,35 +109,46 @@ public struct LocalContentStore: ContentStore {
     /// socket took all of it. The first regions are small (64 KiB, doubling up to `chunkSize`):
     /// a client that leaves after a few hundred kilobytes has those counted.
     ///
-    /// A file cut short under the download ends it: checked before each region, and once a
-    /// second while regions wait, since `sendfile` past the end sends nothing and the event loop
-    /// would try again as long as the client reads.
+    /// `sendfile` runs on the event loop, which must never wait for a disk: each region's pages
+    /// are read in on the thread pool first (`readahead`), so it finds them in the page cache.
+    /// A file cut short under the download ends it: checked before each region, and every
+    /// quarter second while regions wait, since `sendfile` past the end sends nothing and the
+    /// event loop would try again as long as the client reads.
     private func send(
         _ file: OpenContentFile, _ content: PreparedContent, range: ClosedRange<Int64>, through direct: DirectBody,
         progress: @Sendable (Int) -> Void
     ) async throws {
-        let handle = try file.handleForSending()
+        // NIO sends from the download's own descriptor, lent for the download and taken back once
+        // no write holds it: a second one per download would eat the connection cap's reserve.
+        let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: file.descriptor)
         let end = range.upperBound + 1
         let cutShort = SharedFlag()
+        let finished = SharedFlag()
         var queued: [(written: EventLoopFuture<Void>, count: Int)] = []
+        let complete: Bool
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
+            complete = try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    while true {
-                        try await Task.sleep(for: .seconds(1))
-                        if file.size() < end {
+                    while !finished.isSet {
+                        try await Task.sleep(for: .milliseconds(250))
+                        if !finished.isSet, file.size() < end {
                             cutShort.set()
                             direct.close()
                             return
                         }
                     }
                 }
-                defer { group.cancelAll() }
+                defer {
+                    finished.set()
+                    group.cancelAll()
+                }
                 var offset = range.lowerBound
                 var regionSize = min(64 << 10, chunkSize)
                 while offset < end {
                     let count = Int(min(Int64(regionSize), end - offset))
-                    guard file.size() >= offset + Int64(count) else {
+                    let start = offset
+                    let size = try await threadPool.runIfActive { file.readAhead(at: start, count: count) }
+                    guard size >= offset + Int64(count) else {
                         cutShort.set()
                         break
                     }
@@ -154,15 +165,18 @@ public struct LocalContentStore: ContentStore {
                     try await next.written.get()
                     progress(queued.removeFirst().count)
                 }
+                return offset == end
             }
         } catch {
-            // The channel may still hold a region of this handle: it closes once none does.
+            finished.set()
             for pending in queued { _ = try? await pending.written.get() }
-            try? handle.close()
+            _ = try? handle.takeDescriptorOwnership()
             throw cutShort.isSet ? ContentError.changedSinceHashed(content.representation.path) : error
         }
-        try handle.close()
-        if cutShort.isSet { throw ContentError.changedSinceHashed(content.representation.path) }
+        _ = try handle.takeDescriptorOwnership()
+        // Every region the socket took counts; a file that shrank before the last was queued
+        // did not deliver the range.
+        guard complete else { throw ContentError.changedSinceHashed(content.representation.path) }
     }
 
     private static func matches(_ stamp: FileStamp, _ representation: ContentRepresentation) -> Bool {
@@ -198,12 +212,11 @@ final class OpenContentFile: Sendable {
         return fstat(descriptor, &status) == 0 ? Int64(status.st_size) : -1
     }
 
-    /// A descriptor of the same open file for NIO to send from, which the caller closes once no
-    /// write holds it.
-    func handleForSending() throws -> NIOFileHandle {
-        let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
-        guard copy >= 0 else { throw IOError(errnoCode: errno, reason: "dup") }
-        return NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: copy)
+    /// Reads `count` bytes at `offset` into the page cache (blocking: the thread pool's work), and
+    /// returns the file's size now.
+    func readAhead(at offset: Int64, count: Int) -> Int64 {
+        PageCache.readAhead(descriptor, offset: offset, count: count)
+        return size()
     }
 }
 

@@ -129,35 +129,47 @@ public struct ObjectContentStore: ContentStore {
     /// On a live connection: the store transfer's thread writes each piece straight to the channel
     /// (`DirectStream`), so no task stands between the two threads that touch the bytes.
     private func write(_ key: String, etag: String?, range: ClosedRange<Int64>, check: BodyCheck?, through stream: DirectStream) async throws {
-        let client = self.client
-        var offset = range.lowerBound
-        var failures = 0
-        while offset <= range.upperBound {
-            let before = offset
-            let outcome: Result<Int64, ObjectStoreError>
-            do throws(ObjectStoreError) {
-                outcome = .success(try await client.stream(key, range: offset...range.upperBound, ifMatch: etag) { stream.put($0) })
-            } catch {
-                outcome = .failure(error)
-            }
-            if let gone = stream.failure { throw gone }  // the client went away
-            offset = range.lowerBound + stream.accepted
-            if case .failure(let error) = outcome, !error.isTransient || failures + 1 >= attempts {
-                throw failure(error, key: key, operation: "read")
-            }
-            if offset <= range.upperBound {
-                failures = offset > before ? 0 : failures + 1
-                guard failures < attempts else {
-                    throw failure(.unavailable("the store broke off \(attempts) times without a byte"), key: key, operation: "read")
+        do {
+            let client = self.client
+            var offset = range.lowerBound
+            var failures = 0
+            while offset <= range.upperBound {
+                let before = offset
+                // A transfer abandoned by its deadline may still have a thread in `put`: each
+                // transfer has its own number, and an earlier one's bytes are refused.
+                let transfer = stream.beginTransfer()
+                let outcome: Result<Int64, ObjectStoreError>
+                do throws(ObjectStoreError) {
+                    outcome = .success(try await client.stream(key, range: offset...range.upperBound, ifMatch: etag) { stream.put($0, transfer: transfer) })
+                } catch {
+                    outcome = .failure(error)
                 }
-                logger.notice("an object read broke off; asking for the rest", metadata: ["key": .string(key), "offset": "\(offset)"])
-                try await Task.sleep(for: .milliseconds(100 * (failures + 1)))
+                if let gone = stream.failure { throw gone }  // the client went away
+                offset = range.lowerBound + stream.accepted
+                if case .failure(let error) = outcome, !error.isTransient || failures + 1 >= attempts {
+                    throw failure(error, key: key, operation: "read")
+                }
+                if offset <= range.upperBound {
+                    failures = offset > before ? 0 : failures + 1
+                    guard failures < attempts else {
+                        throw failure(.unavailable("the store broke off \(attempts) times without a byte"), key: key, operation: "read")
+                    }
+                    logger.notice("an object read broke off; asking for the rest", metadata: ["key": .string(key), "offset": "\(offset)"])
+                    try await Task.sleep(for: .milliseconds(100 * (failures + 1)))
+                }
             }
+            _ = stream.beginTransfer()  // none after the last
+            try await stream.settle()
+            stream.checkRest()
+            try refuseUnless(check, key: key)
+            try await stream.sendRest()
+        } catch {
+            // The response fails, and with it the connection: close it now, so the pieces it
+            // holds fail at once, and every piece it confirmed is counted before the record.
+            stream.abandon()
+            try? await stream.settle()
+            throw error
         }
-        try await stream.settle()
-        stream.checkRest()
-        try refuseUnless(check, key: key)
-        try await stream.sendRest()
     }
 
     /// Throws (and says so) when a whole body's CRC-32C is not the one computed with the digest.
@@ -343,19 +355,22 @@ final class DirectStream: @unchecked Sendable {
     private let check: BodyCheck?
     private let progress: @Sendable (Int) -> Void
 
+    /// Everything below is under it; `put` holds it but while it waits. The confirmations run on
+    /// the event loop, never on the thread that registered them (NIO hops), so writing a piece
+    /// under it cannot deadlock.
     private let condition = NSCondition()
-    // Under the lock:
+    private var transfer = 0
     private var unconfirmed = 0
     private var writeFailure: (any Error)?
     /// Pieces written and not yet confirmed, oldest first (the channel confirms in order).
     private var sent: [ByteBuffer] = []
     private var spare: [ByteBuffer] = []
     private var drained: CheckedContinuation<Void, Never>?
-    // The transfer's thread alone, read by the task between transfers:
     private var filling: ByteBuffer?
-    private var withheld: ByteBuffer?
-    /// Bytes the transfers handed on, all of them.
-    private(set) var accepted: Int64 = 0
+    /// Full pieces checked and not yet written, in order: the last is withheld until the end. A
+    /// transfer refused midway leaves its pieces here for the next.
+    private var unsent: [ByteBuffer] = []
+    private var acceptedBytes: Int64 = 0
 
     init(direct: DirectBody, check: BodyCheck?, progress: @escaping @Sendable (Int) -> Void) {
         self.direct = direct
@@ -366,24 +381,47 @@ final class DirectStream: @unchecked Sendable {
     /// Why the channel refused a piece (the client went away), once it did.
     var failure: (any Error)? { condition.withLock { writeFailure } }
 
-    /// The transfer's side: false once a write failed.
-    func put(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    /// Bytes the transfers handed on, all of them.
+    var accepted: Int64 { condition.withLock { acceptedBytes } }
+
+    /// Numbers a new transfer; `put` refuses any other's bytes from now on.
+    func beginTransfer() -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        transfer += 1
+        condition.broadcast()
+        return transfer
+    }
+
+    /// The transfer's side: false once a write failed, or for a transfer no longer current.
+    func put(_ bytes: UnsafeRawBufferPointer, transfer current: Int) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
         var rest = bytes
         while !rest.isEmpty {
+            guard current == transfer, writeFailure == nil else { return false }
             var piece = filling.take() ?? takeSpare() ?? ByteBufferAllocator().buffer(capacity: ChunkPipe.pieceSize)
             let count = min(ChunkPipe.pieceSize - piece.readableBytes, rest.count)
             piece.writeBytes(UnsafeRawBufferPointer(rebasing: rest[..<count]))
             rest = UnsafeRawBufferPointer(rebasing: rest[count...])
-            accepted += Int64(count)
+            acceptedBytes += Int64(count)
             if piece.readableBytes < ChunkPipe.pieceSize {
                 filling = piece
                 continue
             }
             check?.update(piece)
-            if let previous = withheld.take(), !send(previous) { return false }
-            withheld = piece
+            unsent.append(piece)
+            while unsent.count > 1 {
+                guard send(unsent[0], transfer: current) else { return false }
+                unsent.removeFirst()
+            }
         }
         return true
+    }
+
+    /// Closes the connection (a failed response): what it holds fails at once.
+    func abandon() {
+        direct.close()
     }
 
     /// Waits until every piece written is confirmed; throws the channel's refusal.
@@ -403,12 +441,17 @@ final class DirectStream: @unchecked Sendable {
 
     /// The piece still filling joins the check, once the last transfer ended.
     func checkRest() {
-        if let last = filling, last.readableBytes > 0 { check?.update(last) }
+        condition.withLock {
+            if let last = filling, last.readableBytes > 0 { check?.update(last) }
+        }
     }
 
     /// The withheld piece and the last one, once checked.
     func sendRest() async throws {
-        let rest = [withheld.take(), filling.take()].compactMap { $0 }.filter { $0.readableBytes > 0 }
+        let rest = condition.withLock {
+            defer { unsent = [] }
+            return (unsent + [filling.take()].compactMap { $0 }).filter { $0.readableBytes > 0 }
+        }
         let written = rest.map { (direct.write(.byteBuffer($0)), $0.readableBytes) }
         for (future, count) in written {
             try await future.get()
@@ -416,21 +459,18 @@ final class DirectStream: @unchecked Sendable {
         }
     }
 
-    /// Writes `piece`, first waiting while two are unconfirmed; false once a write failed.
-    private func send(_ piece: ByteBuffer) -> Bool {
-        condition.lock()
-        while unconfirmed >= 2 && writeFailure == nil { condition.wait() }
-        guard writeFailure == nil else {
-            condition.unlock()
-            return false
-        }
+    /// Writes `piece`, first waiting while two are unconfirmed; false once a write failed or the
+    /// transfer is no longer current. Called with the lock held.
+    private func send(_ piece: ByteBuffer, transfer current: Int) -> Bool {
+        while unconfirmed >= 2 && writeFailure == nil && current == transfer { condition.wait() }
+        guard writeFailure == nil, current == transfer else { return false }
         unconfirmed += 1
         sent.append(piece)
-        condition.unlock()
         let count = piece.readableBytes
+        let written = direct.write(.byteBuffer(piece))
         // The callback holds no piece: a confirmed one is moved from `sent` to `spare`, so that
         // `spare` holds its last reference.
-        direct.write(.byteBuffer(piece)).whenComplete { [self] result in
+        written.whenComplete { [self] result in
             condition.lock()
             unconfirmed -= 1
             switch result {
@@ -441,7 +481,7 @@ final class DirectStream: @unchecked Sendable {
                 if writeFailure == nil { writeFailure = error }
             }
             let waiter = unconfirmed == 0 ? drained.take() : nil
-            condition.signal()
+            condition.broadcast()
             condition.unlock()
             if case .success = result { progress(count) }
             waiter?.resume()
@@ -449,10 +489,8 @@ final class DirectStream: @unchecked Sendable {
         return true
     }
 
-    /// A confirmed piece no one else holds, emptied.
+    /// A confirmed piece no one else holds, emptied. Called with the lock held.
     private func takeSpare() -> ByteBuffer? {
-        condition.lock()
-        defer { condition.unlock() }
         for index in spare.indices where spare[index].modifyIfUniquelyOwned({ $0.clear() }) != nil {
             return spare.remove(at: index)
         }

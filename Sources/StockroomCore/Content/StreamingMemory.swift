@@ -14,3 +14,12 @@ public enum StreamingMemory {
         _ = stockroom_set_mmap_threshold(128 * 1024)
     }
 }
+
+/// The page cache, warmed ahead of `sendfile`.
+public enum PageCache {
+    /// Reads `count` bytes of `descriptor`'s file at `offset` into the page cache, blocking until
+    /// they are there: call it on a thread pool, so that `sendfile` on an event loop finds them.
+    public static func readAhead(_ descriptor: Int32, offset: Int64, count: Int) {
+        _ = stockroom_readahead(descriptor, offset, UInt(count))
+    }
+}
