@@ -12,8 +12,17 @@ import StockroomCore
 ///   StoreKit 2 signed transaction.
 @main
 struct StockroomBench {
-    static func main() async throws {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+    static func main() async {
+        do {
+            try await run(Array(CommandLine.arguments.dropFirst()))
+        } catch {
+            // Said, and a failed exit: an error out of main traps (signal 4), which says nothing.
+            FileHandle.standardError.write(Data("StockroomBench: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    static func run(_ arguments: [String]) async throws {
         switch (arguments.first, arguments.count) {
         case ("verify", 3):
             guard let count = Int(arguments[2]), count > 0 else { usage() }

@@ -167,6 +167,7 @@ public final class CurlHTTPClient: HTTPTransport {
             _ = handle.set(CURLOPT_FOLLOWLOCATION, 0)
             _ = handle.set(CURLOPT_TCP_KEEPALIVE, 1)
             _ = handle.set(CURLOPT_USERAGENT, "Stockroom/1")
+            if let local = request.localAddress { _ = handle.set(CURLOPT_INTERFACE, "host!\(local)") }
             _ = handle.set(CURLOPT_ERRORBUFFER, pointer: errorBytes.baseAddress)
             _ = handle.set(CURLOPT_HTTPHEADER, list: headerList)
             _ = stockroom_curl_setopt_write_function(handle.raw, ResponseSink.writeBody)

@@ -42,11 +42,16 @@ public struct UpstreamRequest: Sendable {
     /// minimum rate; the transfer ends when no byte arrives for this long while the sink is not
     /// waiting. It runs on a thread of its own, not the pool's.
     public var stallTimeout: Duration?
+    /// The address to connect from, nil for the system's choice: a load generator that stands
+    /// for many clients spreads them over loopback addresses (127.0.0.2, 127.0.0.3, …), which the
+    /// server's per-client limits count apart, without a weaker server configuration.
+    public var localAddress: String?
 
     public init(
         method: Method, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
         timeout: Duration? = nil, endpoint: String? = nil, signing: AWSSigning? = nil,
-        bodySink: (@Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool)? = nil, stallTimeout: Duration? = nil
+        bodySink: (@Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool)? = nil, stallTimeout: Duration? = nil,
+        localAddress: String? = nil
     ) {
         self.method = method
         self.url = url
@@ -57,6 +62,7 @@ public struct UpstreamRequest: Sendable {
         self.signing = signing
         self.bodySink = bodySink
         self.stallTimeout = stallTimeout
+        self.localAddress = localAddress
     }
 }
 
