@@ -44,8 +44,6 @@ public struct LocalContentStore: ContentStore {
     /// Measured on loopback with 16 clients: 256 KiB gave 2.3–3.0 GB/s, 512 KiB 2.8–3.5 GB/s at
     /// 85–100 MB peak RSS, 1 MiB 3.1–3.3 GB/s at up to 131 MB.
     public static let defaultChunkSize = 512 * 1024
-    /// How far ahead of `sendfile` a file's pages are read in, on the thread pool.
-    static let readAheadStride = 4 << 20
 
     public let jail: ContentJail
     public let chunkSize: Int
@@ -111,8 +109,8 @@ public struct LocalContentStore: ContentStore {
     /// socket took all of it. The first regions are small (64 KiB, doubling up to `chunkSize`):
     /// a client that leaves after a few hundred kilobytes has those counted.
     ///
-    /// `sendfile` runs on the event loop, which must never wait for a disk: the pages are read in
-    /// on the thread pool first (`readahead`, 4 MiB ahead), so it finds them in the page cache.
+    /// `sendfile` runs on the event loop, which must never wait for a disk: each region's pages
+    /// are read in on the thread pool first (`readahead`), so it finds them in the page cache.
     /// A file cut short under the download ends it: checked before each region, and every
     /// quarter second while regions wait, since `sendfile` past the end sends nothing and the
     /// event loop would try again as long as the client reads.
@@ -146,18 +144,10 @@ public struct LocalContentStore: ContentStore {
                 }
                 var offset = range.lowerBound
                 var regionSize = min(64 << 10, chunkSize)
-                // Read ahead (and the size checked) 4 MiB at a time: one trip to the thread pool
-                // per region cost 16 clients an eighth of their throughput.
-                var readAheadEnd = offset
-                var size = Int64(0)
                 while offset < end {
                     let count = Int(min(Int64(regionSize), end - offset))
-                    if offset + Int64(count) > readAheadEnd {
-                        let start = offset
-                        let stride = Int(min(Int64(Self.readAheadStride), end - offset))
-                        size = try await threadPool.runIfActive { file.readAhead(at: start, count: stride) }
-                        readAheadEnd = offset + Int64(stride)
-                    }
+                    let start = offset
+                    let size = try await threadPool.runIfActive { file.readAhead(at: start, count: count) }
                     guard size >= offset + Int64(count) else {
                         cutShort.set()
                         break
