@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import StockroomCore
+import Synchronization
 
 /// A `stockroom serve` process a test started, spoken to over loopback, stopped by the test.
 public final class StockroomProcess: Sendable {
@@ -31,13 +32,24 @@ public final class StockroomProcess: Sendable {
         throw Failure(description: "no stockroom binary beside the test runner: run `swift build --product stockroom` first (make test does)")
     }
 
-    /// A TCP port nothing listens on at the moment of asking.
+    /// A TCP port nothing listens on at the moment of asking, for a child process to bind.
+    ///
+    /// Chosen below the kernel's ephemeral range (32768-60999), from which every outgoing
+    /// connection takes its source port: a port chosen there was once taken by another test's
+    /// connection before the child could bind it (`EADDRINUSE`). No port is handed out twice.
     public static func freePort() throws -> Int {
-        let channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
-        defer { try? channel.close().wait() }
-        guard let port = channel.localAddress?.port else { throw Failure(description: "no free port") }
-        return port
+        for _ in 0..<500 {
+            let candidate = Int.random(in: 20_000..<32_000)
+            guard handedOut.withLock({ $0.insert(candidate).inserted }) else { continue }
+            guard let channel = try? ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: candidate).wait()
+            else { continue }
+            try? channel.close().wait()
+            return candidate
+        }
+        throw Failure(description: "no free port between 20000 and 32000")
     }
+
+    private static let handedOut = Mutex<Set<Int>>([])
 
     /// Starts `stockroom serve` on 127.0.0.1:`port` in `folder` (its working directory and log).
     /// `descriptors` sets the process's soft and hard open-file limits first (through `sh`'s
