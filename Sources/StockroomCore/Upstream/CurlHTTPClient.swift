@@ -178,7 +178,7 @@ public final class CurlHTTPClient: HTTPTransport {
                 _ = handle.set(CURLOPT_NOPROGRESS, 0)
                 _ = stockroom_curl_setopt_xferinfo_function(handle.raw, ResponseSink.watchStall)
                 _ = handle.set(CURLOPT_XFERINFODATA, pointer: sinkPointer)
-                _ = handle.set(CURLOPT_BUFFERSIZE, 512 << 10)
+                _ = handle.set(CURLOPT_BUFFERSIZE, 1 << 20)
             } else if let minimum = configuration.minimumBytesPerSecond {
                 _ = handle.set(CURLOPT_LOW_SPEED_LIMIT, minimum)
                 _ = handle.set(CURLOPT_LOW_SPEED_TIME, max(1, Int(configuration.slowWindow.components.seconds)))
