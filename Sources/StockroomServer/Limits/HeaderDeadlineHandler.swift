@@ -18,7 +18,12 @@ final class HeaderDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// nil sets no deadline: the handler then only reports activity.
     private let timeout: TimeAmount?
     private let activity: ConnectionActivity?
-    private var deadline: Scheduled<Void>?
+    /// When the head under way must be complete; nil while no clock runs.
+    private var deadline: NIODeadline?
+    /// One timer at a time, checked when it fires: starting and stopping the clock at every
+    /// request only sets `deadline` (a scheduled task made and cancelled per request cost a
+    /// tenth of a small request's time).
+    private var timer: Scheduled<Void>?
     /// Heads read whose responses have not ended.
     private var openRequests = 0
 
@@ -60,26 +65,45 @@ final class HeaderDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        cancelDeadline()
+        stopTimer()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        cancelDeadline()
+        stopTimer()
     }
 
     /// Starts the clock unless it runs already.
     private func startDeadline(_ context: ChannelHandlerContext) {
         guard deadline == nil, let timeout else { return }
-        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
-            deadline = nil
-            if openRequests == 0 { context.close(promise: nil) }
-        }
+        let due = NIODeadline.now() + timeout
+        deadline = due
+        if timer == nil { arm(context, at: due) }
     }
 
     private func cancelDeadline() {
-        deadline?.cancel()
         deadline = nil
+    }
+
+    /// A timer for `due`; when it fires, the clock may have been stopped (nothing to do) or
+    /// restarted later (a timer for the new deadline).
+    private func arm(_ context: ChannelHandlerContext, at due: NIODeadline) {
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) { [self] in
+            timer = nil
+            guard let deadline else { return }
+            if deadline > .now() {
+                arm(context, at: deadline)
+            } else {
+                self.deadline = nil
+                if openRequests == 0 { context.close(promise: nil) }
+            }
+        }
+    }
+
+    private func stopTimer() {
+        deadline = nil
+        timer?.cancel()
+        timer = nil
     }
 }
 
