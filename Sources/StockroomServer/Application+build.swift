@@ -182,7 +182,8 @@ public func buildApplication(
     }
     return Application(
         router: router,
-        server: .http1(limits: configuration.connectionLimits, gate: gate),
+        server: .http1(
+            limits: configuration.connectionLimits, gate: gate, catalog: CatalogFastPath(store: catalogStore, logger: logger, serverName: "Stockroom")),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Stockroom"),
         // The ledger's pool comes first: services stop in reverse order, so it outlives the requests.
         services: ledgerServices + [

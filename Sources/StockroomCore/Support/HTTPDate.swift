@@ -26,6 +26,16 @@ package enum HTTPDate {
         return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 
+    /// The IMF-fixdate of `seconds` since 1970 (UTC).
+    package static func format(_ seconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(days[Int(parts.tm_wday + 6) % 7]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+
     private static func number(_ text: Substring, digits: Int) -> Int? {
         guard text.utf8.count == digits, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
         return Int(text)

@@ -15,7 +15,8 @@ public final class CatalogStore: Sendable {
     }
 
     public let source: Source
-    private let current: Mutex<Catalog>
+    /// The catalogue, and its `GET /v1/catalog` answer rendered once (`CatalogFastPath`).
+    private let current: Mutex<(catalog: Catalog, answer: CatalogAnswer)>
     /// The file stamps of the last failed reload, so one bad edit is logged once, not every poll.
     private let failedSnapshot = Mutex<[String: FileStamp?]?>(nil)
     /// For a bucket, the problems of the last failed reload (or why the store could not be
@@ -24,16 +25,19 @@ public final class CatalogStore: Sendable {
 
     public init(catalog: Catalog, loader: CatalogLoader) {
         self.source = .folder(loader)
-        self.current = Mutex(catalog)
+        self.current = Mutex((catalog, CatalogAnswer(catalog)))
     }
 
     public init(catalog: Catalog, objects: ObjectCatalogLoader) {
         self.source = .bucket(objects)
-        self.current = Mutex(catalog)
+        self.current = Mutex((catalog, CatalogAnswer(catalog)))
     }
 
     /// The catalogue to answer this request with.
-    public var catalog: Catalog { current.withLock { $0 } }
+    public var catalog: Catalog { current.withLock { $0.catalog } }
+
+    /// The `GET /v1/catalog` answer of the catalogue being served.
+    var answer: CatalogAnswer { current.withLock { $0.answer } }
 
     /// Reloads when `products.json` or a content file (or object) changed since the last load.
     /// Returns whether a new catalogue is now served. Stats and hashing run on the catalogue's own thread pool.
@@ -57,7 +61,8 @@ public final class CatalogStore: Sendable {
         }
         do throws(CatalogError) {
             let loaded = try await loader.load()
-            current.withLock { $0 = loaded }
+            let answer = CatalogAnswer(loaded)
+            current.withLock { $0 = (loaded, answer) }
             lastBucketFailure.withLock { $0 = nil }
             if loaded.version != served.version {
                 logger.info("catalogue reloaded", metadata: ["version": .string(loaded.version), "products": .stringConvertible(loaded.products.count)])
@@ -97,9 +102,10 @@ public final class CatalogStore: Sendable {
         }
         switch outcome {
         case .loaded(let catalog):
+            let answer = CatalogAnswer(catalog)
             let previous = current.withLock { current in
-                defer { current = catalog }
-                return current.version
+                defer { current = (catalog, answer) }
+                return current.catalog.version
             }
             failedSnapshot.withLock { $0 = nil }
             if previous != catalog.version {

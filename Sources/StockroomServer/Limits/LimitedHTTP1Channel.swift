@@ -16,10 +16,12 @@ struct LimitedHTTP1Channel: ServerChildChannel {
     private let http1: HTTP1Channel
     private let limits: ConnectionLimits
     private let gate: ConnectionGate?
+    private let catalog: CatalogFastPath?
 
-    init(responder: @escaping HTTPChannelHandler.Responder, limits: ConnectionLimits, gate: ConnectionGate?) {
+    init(responder: @escaping HTTPChannelHandler.Responder, limits: ConnectionLimits, gate: ConnectionGate?, catalog: CatalogFastPath?) {
         self.limits = limits
         self.gate = gate
+        self.catalog = catalog
         let idle = limits.idleTimeout > .zero ? TimeAmount(limits.idleTimeout) : nil
         let signal = limits.headerTimeout > .zero || gate != nil
         let body = limits.bodyTimeout > .zero ? TimeAmount(limits.bodyTimeout) : nil
@@ -55,6 +57,13 @@ struct LimitedHTTP1Channel: ServerChildChannel {
             }
         }.flatMap {
             http1.setup(channel: channel, logger: logger)
+        }.flatMapThrowing { [catalog] value in
+            if let catalog, !refused {
+                let pipeline = channel.pipeline.syncOperations
+                let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
+                try pipeline.addHandler(catalog.handler(), position: .after(state))
+            }
+            return value
         }
     }
 
@@ -75,10 +84,11 @@ struct LimitedHTTP1Channel: ServerChildChannel {
 }
 
 extension HTTPServerBuilder {
-    /// HTTP/1 with the connection limits of `configuration`, counted by `gate`.
-    static func http1(limits: ConnectionLimits, gate: ConnectionGate?) -> HTTPServerBuilder {
+    /// HTTP/1 with the connection limits of `configuration`, counted by `gate`, and
+    /// `GET /v1/catalog` answered by `catalog` on the event loop.
+    static func http1(limits: ConnectionLimits, gate: ConnectionGate?, catalog: CatalogFastPath?) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
-            LimitedHTTP1Channel(responder: responder, limits: limits, gate: gate)
+            LimitedHTTP1Channel(responder: responder, limits: limits, gate: gate, catalog: catalog)
         }
     }
 }
