@@ -218,6 +218,20 @@ import Testing
         }
     }
 
+    /// A head left unfinished behind an answered request still has the header deadline: the
+    /// bytes handed to the decoder start it, so a trickle cannot hold the connection until the
+    /// idle timeout.
+    @Test func aHeadTrickledBehindAnAnsweredRequestMeetsTheHeaderDeadline() async throws {
+        try await Self.withServer(idle: .seconds(60), { $0.configuration.headerTimeout = .seconds(1) }) { fixture, port in
+            let route = try await Self.routeAnswer(fixture)
+            let connection = try RawConnection(port: port)
+            connection.send(Self.catalogue + "GET /healthz HTTP/1.1\r\nHo")
+            #expect(await Self.read(1, from: connection).first?.body == route.body)
+            let waited = await connection.timeUntilClosed()
+            #expect(waited < .seconds(15), "closed \(waited) after the answer, by the header deadline, not the idle timeout")
+        }
+    }
+
     /// The idle timeout counts these requests as any other: a connection that asks for nothing
     /// but the catalogue, often, stays open; once it stops asking, it is closed.
     @Test func aConnectionAskingOnlyForTheCatalogueIsNotIdle() async throws {

@@ -83,7 +83,7 @@ public final class ConnectionGate: Sendable {
 }
 
 /// Whether a connection has a request in progress (a head read whose response has not ended):
-/// set by its `HeaderDeadlineHandler`, read by `ConnectionGate` when it needs room.
+/// set by its `ConnectionClock`, read by `ConnectionGate` when it needs room.
 final class ConnectionActivity: Sendable {
     private let requests = Atomic(0)
 

@@ -22,16 +22,14 @@ struct LimitedHTTP1Channel: ServerChildChannel {
         self.limits = limits
         self.gate = gate
         self.catalog = catalog
-        let idle = limits.idleTimeout > .zero ? TimeAmount(limits.idleTimeout) : nil
-        let signal = limits.headerTimeout > .zero || gate != nil
         let body = limits.bodyTimeout > .zero ? TimeAmount(limits.bodyTimeout) : nil
         let rate = limits.bodyMinimumRate
+        // No idle timeout of Hummingbird's: `ConnectionClock` keeps it, seeing every request.
         http1 = HTTP1Channel(
             responder: responder,
             configuration: .init(
-                additionalChannelHandlers: (signal ? [RequestHeadSignal()] : [])
-                    + (body.map { [BodyDeadlineHandler(timeout: $0, minimumRate: rate)] } ?? []),
-                idleTimeout: idle))
+                additionalChannelHandlers: [RequestHeadSignal()] + (body.map { [BodyDeadlineHandler(timeout: $0, minimumRate: rate)] } ?? []),
+                idleTimeout: nil))
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
@@ -45,10 +43,12 @@ struct LimitedHTTP1Channel: ServerChildChannel {
                 try pipeline.addHandler(ConnectionRefusal(), position: .first)
                 return
             }
-            if limits.headerTimeout > .zero || activity != nil {
-                let timeout = limits.headerTimeout > .zero ? TimeAmount(limits.headerTimeout) : nil
-                try pipeline.addHandler(HeaderDeadlineHandler(timeout: timeout, activity: activity), position: .first)
-            }
+            if let catalog { try pipeline.addHandler(catalog.handler(), position: .first) }
+            try pipeline.addHandler(
+                ConnectionClock(
+                    headerTimeout: limits.headerTimeout > .zero ? TimeAmount(limits.headerTimeout) : nil,
+                    idleTimeout: limits.idleTimeout > .zero ? TimeAmount(limits.idleTimeout) : nil, activity: activity),
+                position: .first)
             // Below the HTTP encoder and above the send-rate watch, which so counts a body
             // written through it (a file's sendfile regions) as it counts any other.
             try pipeline.addHandler(DirectBodyHandler(), position: .first)
@@ -57,13 +57,6 @@ struct LimitedHTTP1Channel: ServerChildChannel {
             }
         }.flatMap {
             http1.setup(channel: channel, logger: logger)
-        }.flatMapThrowing { [catalog] value in
-            if let catalog, !refused {
-                let pipeline = channel.pipeline.syncOperations
-                let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
-                try pipeline.addHandler(catalog.handler(), position: .after(state))
-            }
-            return value
         }
     }
 
