@@ -3,7 +3,8 @@
 #   make test    installs what is missing, builds, runs every test (on SQLite and on a throwaway
 #                PostgreSQL cluster, .ci/postgres, with a throwaway S3 store, .ci/s3), checks the API contract (openapi.yaml) with
 #                openapi-core and schemathesis, and runs each fuzz target for 10 s
-#                and drives the web console in headless Chromium (.ci/console-browser)
+#                and drives the web console in headless Chromium (.ci/console-browser), and runs
+#                make bench's short version (.ci/bench-quick: every section completes)
 #   make console-shots  builds, serves demo data, saves a PNG of each console page in
 #                .build/console-shots/ and copies the dashboard's to docs/console-dashboard.png
 #   make fuzz    each libFuzzer target for FUZZ_SECONDS (60 by default)
@@ -37,6 +38,9 @@ test: deps
 	.ci/client-tests .build/debug/stockroom
 	.ci/client-hostile .build/debug/stockroom
 	.ci/crash-test .build/debug/stockroom
+	$(SWIFT) build --product StockroomBench
+	$(SWIFT) build --product StockroomKitBench
+	.ci/bench-quick
 	SWIFT=$(SWIFT) FUZZ_SECONDS=10 .ci/fuzz
 
 console-shots: deps
