@@ -49,6 +49,11 @@ public enum ByteEncoding {
         return Array(text.utf8).withUnsafeBufferPointer { decodeBase64(bytes: $0) }
     }
 
+    /// The same over bytes in place (a part of a JWS).
+    public static func decodeBase64(_ bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+        decodeBase64(bytes: bytes.assumingMemoryBound(to: UInt8.self))
+    }
+
     /// One pass over the bytes, six bits at a time: a 1 MiB receipt costs no more than copying it.
     private static func decodeBase64(bytes input: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         var valid = true

@@ -5,8 +5,9 @@ import Synchronization
 /// checked without verifying the chain again: Apple signs every transaction and notification with
 /// the same few chains. Apple's own library keeps them 15 minutes, 32 at most; so does this.
 ///
-/// An entry is keyed by the JWS header's exact text, which carries the `x5c` certificates (the
-/// same chain under another header text is only a miss). A hit still checks the payload's
+/// An entry is keyed by the JWS header's exact bytes, which carry the `x5c` certificates (the
+/// same chain under another header text is only a miss). A lookup compares a CRC-32C of them,
+/// then the bytes: hashing 4 KB of header into a dictionary cost more than the lookup's worth. A hit still checks the payload's
 /// `signedDate` against every certificate's validity, as the full verification does, and still
 /// verifies the signature with the cached leaf key. An entry is dropped once any of its
 /// certificates has expired by the clock, or when it is older than the lifetime. A chain that
@@ -42,13 +43,21 @@ public final class VerifiedChainCache: Sendable {
     }
 
     private struct Entry {
+        var header: [UInt8]
+        var check: UInt32
         var chain: Chain
         var verifiedAt: Date
         var lastUsed: UInt64
+
+        func isKept(under header: UnsafeRawBufferPointer, check: UInt32) -> Bool {
+            self.check == check && self.header.count == header.count
+                && (header.isEmpty || self.header.withUnsafeBytes { memcmp($0.baseAddress!, header.baseAddress!, header.count) == 0 })
+        }
     }
 
     private struct State {
-        var entries: [String: Entry] = [:]
+        /// At most `capacity` (32): a scan is cheaper than any index.
+        var entries: [Entry] = []
         var clock: UInt64 = 0
         var hits = 0
         var misses = 0
@@ -68,20 +77,22 @@ public final class VerifiedChainCache: Sendable {
     /// The chain kept under `key` while it is fresh and every certificate is valid by the clock;
     /// nil otherwise (a miss: verify it in full). The caller still checks the payload's date
     /// (`servable(_:at:)`) before it counts as a hit.
-    func chain(_ key: String) -> Chain? {
+    func chain(_ header: UnsafeRawBufferPointer) -> Chain? {
         let now = now()
+        let check = Self.check(header)
         return state.withLock { state in
-            guard let entry = state.entries[key] else {
+            guard let index = state.entries.firstIndex(where: { $0.isKept(under: header, check: check) }) else {
                 state.misses += 1
                 return nil
             }
+            let entry = state.entries[index]
             guard now.timeIntervalSince(entry.verifiedAt) < lifetime, entry.chain.isValid(at: now) else {
-                state.entries[key] = nil
+                state.entries.remove(at: index)
                 state.misses += 1
                 return nil
             }
             state.clock += 1
-            state.entries[key]?.lastUsed = state.clock
+            state.entries[index].lastUsed = state.clock
             return entry.chain
         }
     }
@@ -97,17 +108,27 @@ public final class VerifiedChainCache: Sendable {
     }
 
     /// Keeps a chain that has just verified in full; the least recently used goes when full.
-    func keep(_ chain: Chain, under key: String) {
+    func keep(_ chain: Chain, under header: UnsafeRawBufferPointer) {
         let now = now()
+        let check = Self.check(header)
         state.withLock { state in
-            if state.entries[key] == nil, state.entries.count >= capacity,
-                let oldest = state.entries.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key
-            {
-                state.entries[oldest] = nil
-            }
             state.clock += 1
-            state.entries[key] = Entry(chain: chain, verifiedAt: now, lastUsed: state.clock)
+            let entry = Entry(header: Array(header), check: check, chain: chain, verifiedAt: now, lastUsed: state.clock)
+            if let index = state.entries.firstIndex(where: { $0.isKept(under: header, check: check) }) {
+                state.entries[index] = entry
+                return
+            }
+            if state.entries.count >= capacity, let oldest = state.entries.indices.min(by: { state.entries[$0].lastUsed < state.entries[$1].lastUsed }) {
+                state.entries.remove(at: oldest)
+            }
+            state.entries.append(entry)
         }
+    }
+
+    private static func check(_ header: UnsafeRawBufferPointer) -> UInt32 {
+        var crc = CRC32C()
+        crc.update(header)
+        return crc.value
     }
 
     /// Lookups answered from the cache and not, and chains held: for tests and the bench.
