@@ -62,9 +62,10 @@ final class CatalogAnswer: Sendable {
 ///
 /// It reads only what it can read exactly, and hands everything else on unread:
 /// - a connection's requests, from its first, each whole in the bytes at hand and each exactly
-///   `GET /v1/catalog` (any query ignored, as the router ignores it) over `HTTP/1.1`, with header
-///   lines of token names and visible values, no body (`Content-Length`, `Transfer-Encoding`),
-///   no `Expect`, `Upgrade` or `Connection` other than `keep-alive`, at most one `If-None-Match`,
+///   `GET /v1/catalog` (any query ignored, as the router ignores it) over `HTTP/1.1`, with at
+///   most 100 header lines of token names and visible values, no body (`Content-Length`,
+///   `Transfer-Encoding`), no `Expect`, `Upgrade`, or `Connection` or `Proxy-Connection` (which
+///   the decoder reads as `Connection`) other than `keep-alive`, at most one `If-None-Match`,
 ///   within 8 KiB;
 /// - at the first request that is not one of those (a partial head included), it stops for good
 ///   on that connection and hands the bytes from that request's first byte to the decoder: from
@@ -80,6 +81,9 @@ final class CatalogFastPath: Sendable {
     static let path = "/v1/catalog"
     /// The longest head read here; a longer one is the decoder's.
     static let maximumHead = 8 << 10
+    /// The most header lines read here; the decoder refuses more than 1,000, so a head near that
+    /// is the decoder's to refuse.
+    static let maximumFields = 100
 
     let store: CatalogStore
     let logger: Logger
@@ -162,7 +166,9 @@ final class CatalogFastPath: Sendable {
             guard answering else { return context.fireChannelRead(data) }
             var bytes = unwrapInboundIn(data)
             var answered = false
-            while bytes.readableBytes > 0 {
+            // A socket that stopped taking answers gets no more from here, in this read or any
+            // later one: the request is handed on, behind Hummingbird's back-pressure.
+            while bytes.readableBytes > 0, context.channel.isWritable {
                 let started = NIODeadline.now()
                 let length = bytes.withUnsafeReadableBytes { buffer -> Int? in
                     guard let request = CatalogRequest(buffer) else { return nil }
@@ -173,7 +179,6 @@ final class CatalogFastPath: Sendable {
                 bytes.moveReaderIndex(forwardBy: length)
                 answered = true
                 context.triggerUserOutboundEvent(ConnectionClock.Event.answered, promise: nil)
-                if !context.channel.isWritable { break }
             }
             if answered { context.flush() }
             guard bytes.readableBytes > 0 else { return }
@@ -206,8 +211,9 @@ struct CatalogRequest {
         else { return nil }
         at += version.utf8.count
         var ifNoneMatch: UnsafeRawBufferPointer?
+        var fields = 0
         while true {
-            guard at + 1 < bytes.count, at < CatalogFastPath.maximumHead else { return nil }
+            guard at + 1 < bytes.count, at < CatalogFastPath.maximumHead, fields <= CatalogFastPath.maximumFields else { return nil }
             if bytes[at] == 0x0D {
                 guard bytes[at + 1] == 0x0A else { return nil }
                 at += 2
@@ -227,10 +233,11 @@ struct CatalogRequest {
             at += 2
             while valueEnd > valueStart, bytes[valueEnd - 1] == 0x20 || bytes[valueEnd - 1] == 0x09 { valueEnd -= 1 }
             let value = UnsafeRawBufferPointer(rebasing: bytes[valueStart..<valueEnd])
+            fields += 1
             if Self.named(name, "if-none-match") {
                 guard ifNoneMatch == nil else { return nil }
                 ifNoneMatch = value
-            } else if Self.named(name, "connection") {
+            } else if Self.named(name, "connection") || Self.named(name, "proxy-connection") {
                 guard Self.named(value, "keep-alive") else { return nil }
             } else if Self.refused.contains(where: { Self.named(name, $0) }) {
                 return nil
