@@ -218,7 +218,9 @@ import Glibc
             _ = setsockopt(reader.descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
             let start = ContinuousClock.now
             var cut = false
-            while ContinuousClock.now - start < .seconds(30) {
+            // Bounds of a loaded machine: the whole suite shares two cores, and its start once
+            // stalled every task for 14 s; alone this cut comes in about 4 s.
+            while ContinuousClock.now - start < .seconds(90) {
                 // Requests one at a time, never reading; a send fails once the server has closed.
                 let sent = Array(Self.catalogue.utf8).withUnsafeBytes {
                     Glibc.send(reader.descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
@@ -230,7 +232,7 @@ import Glibc
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(cut, "cut after \(ContinuousClock.now - start)")
-            #expect(ContinuousClock.now - start < .seconds(15))
+            #expect(ContinuousClock.now - start < .seconds(60))
         }
     }
 
@@ -238,7 +240,9 @@ import Glibc
     /// answers and routed ones, and on a routed request whose body trickles in for longer than
     /// the idle timeout (bytes arriving are activity; the request is not idle).
     @Test func theIdleTimeoutAfterMixedRequestsAndDuringASlowBody() async throws {
-        try await CatalogFastPathTests.withServer(idle: .seconds(3), {
+        // An idle timeout of 6 s and a body trickled over 8 s: the test's own sends run on the
+        // suite's busy tasks, and a gap of several seconds between two bytes is idleness.
+        try await CatalogFastPathTests.withServer(idle: .seconds(6), {
             $0.configuration.connectionLimits.bodyMinimumRate = 0
             $0.configuration.connectionLimits.bodyTimeout = .seconds(60)
         }) { _, port in
@@ -248,7 +252,7 @@ import Glibc
             let last = ContinuousClock.now
             _ = await mixed.timeUntilClosed()
             let silence = ContinuousClock.now - last
-            #expect(silence >= .milliseconds(2_500) && silence < .seconds(15), "closed \(silence) after the last answer")
+            #expect(silence >= .milliseconds(5_500) && silence < .seconds(20), "closed \(silence) after the last answer")
 
             let slow = try RawConnection(port: port)
             let body = #"{"productId": "com.example.book"}"#
@@ -257,11 +261,11 @@ import Glibc
             slow.send("POST /v1/downloads HTTP/1.1\r\nHost: stockroom\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
             let start = ContinuousClock.now
             for character in body {
-                try await Task.sleep(for: .milliseconds(200))
+                try await Task.sleep(for: .milliseconds(250))
                 slow.send(String(character))
             }
             let answer = await CatalogFastPathTests.read(1, from: slow).first
-            #expect(ContinuousClock.now - start > .seconds(5), "the body took longer than the idle timeout")
+            #expect(ContinuousClock.now - start > .seconds(7), "the body took longer than the idle timeout")
             #expect(answer?.status == 400, "answered after a body slower than the idle timeout, not cut: \(answer.map { "\($0.status)" } ?? "closed")")
         }
     }
