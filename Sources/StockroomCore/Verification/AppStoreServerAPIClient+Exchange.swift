@@ -70,7 +70,8 @@ extension AppStoreServerAPIClient {
             return .answered(status: response.status, body: response.body)
         case 401:
             logger.error(
-                "the App Store Server API refused our token; check the key, key ID and issuer ID", metadata: ["endpoint": "\(endpoint)"])
+                "the App Store Server API refused our token; check the key, key ID and issuer ID",
+                metadata: ["endpoint": "\(endpoint)", "reason": .string(AppleErrorBody.printable(message))])
             return .transient(reason: "the App Store Server API refused the credentials (401)", after: nil)
         case 404 where errorCode.map { Self.retryableNotFoundCodes.contains($0) } == true:
             return .transient(reason: "HTTP 404 with retryable error \(errorCode ?? 0)", after: nil)

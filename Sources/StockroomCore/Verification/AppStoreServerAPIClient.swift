@@ -122,7 +122,9 @@ public final class AppStoreServerAPIClient: Sendable {
             case 404:
                 return .answered(.notFound)
             case 401:
-                logger.error("the App Store Server API refused our token; check the key, key ID and issuer ID")
+                logger.error(
+                    "the App Store Server API refused our token; check the key, key ID and issuer ID",
+                    metadata: ["endpoint": "transactions", "reason": .string(AppleErrorBody.printable(AppleErrorBody.of(response.body)?.errorMessage))])
                 return .answered(
                     .unavailable(reason: "the App Store Server API refused the credentials (401)", retryAfter: policy.retryAfter))
             case 429:

@@ -12,6 +12,13 @@ struct AppleErrorBody: Decodable {
     var errorCode: Int?
     var errorMessage: String?
 
+    /// Apple's `errorMessage` as a log may carry it: printable ASCII, 200 characters at most
+    /// (it is a stranger's text; it says why a token was refused).
+    static func printable(_ message: String?) -> String {
+        guard let message else { return "none given" }
+        return String(String.UnicodeScalarView(message.unicodeScalars.filter { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F }.prefix(200)))
+    }
+
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         errorCode = (try? container.decodeIfPresent(Double.self, forKey: .errorCode)).flatMap { value -> Int? in
