@@ -7,12 +7,10 @@ import StockroomCore
 /// wrong kind, or a missing column, throws.
 struct SQLiteCells: LedgerCells {
     let row: Row
-    /// The statement's columns by name, built once per statement run: one hash lookup per column,
-    /// where GRDB's own lookup by name lowercases the name each time.
-    let columns: [String: Int]
+    let columns: SQLiteColumns
 
     func value(_ column: String, as kind: LedgerValue.Kind) throws -> LedgerValue {
-        guard let index = columns[column] else { throw LedgerRowError(column: column, missing: true) }
+        guard let index = columns.byName[column] else { throw LedgerRowError(column: column, missing: true) }
         return switch kind {
         case .text: try row.decode(String?.self, atIndex: index).map(LedgerValue.text) ?? .null
         case .integer: try row.decode(Int64?.self, atIndex: index).map(LedgerValue.integer) ?? .null
@@ -20,6 +18,17 @@ struct SQLiteCells: LedgerCells {
         case .time: try row.decode(Date?.self, atIndex: index).map(LedgerValue.time) ?? .null
         }
     }
+}
+
+/// A statement's columns by name, built once per statement run, at the first cell a record reads:
+/// one hash lookup per column, where GRDB's own lookup by name lowercases the name each time. A
+/// write's returned rows are only counted, and build nothing.
+final class SQLiteColumns {
+    private let statement: Statement
+    private(set) lazy var byName: [String: Int] = Dictionary(
+        statement.columnNames.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+
+    init(_ statement: Statement) { self.statement = statement }
 }
 
 extension LedgerValue {

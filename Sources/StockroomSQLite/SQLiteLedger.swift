@@ -69,12 +69,13 @@ public struct SQLiteLedger: Ledger, LedgerInsights, LedgerStatementRunner {
     /// Runs one of the ledger's shared statements in `db` and reads each row it returns as `Record`.
     public static func fetch<Record: LedgerRecord>(_ statement: LedgerStatement, as type: Record.Type, _ db: Database) throws -> [Record] {
         let prepared = try db.cachedStatement(sql: statement.sql)
-        try prepared.setArguments(StatementArguments(statement.arguments.map(\.databaseValue)))
+        // A closure, not a key path: the key path was instantiated on every call, half of binding's time.
+        try prepared.setArguments(StatementArguments(statement.arguments.map { $0.databaseValue }))
         guard prepared.columnCount > 0 else {
             try prepared.execute()
             return []
         }
-        let columns = Dictionary(prepared.columnNames.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let columns = SQLiteColumns(prepared)
         return try Array(Row.fetchCursor(prepared).map { try Record(row: SQLiteCells(row: $0, columns: columns)) })
     }
 

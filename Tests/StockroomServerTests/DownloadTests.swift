@@ -298,6 +298,9 @@ import Testing
         (#"{"productId": "com.example.book", "receiptData": "QUJD=QUJD"}"#, .forbidden, "receipt_malformed"),
         (#"{"productId": "com.example.book", "receiptData": "AAAA", "transactionId": "../x"}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book", "signedTransaction": "not-a-jws"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "signedTransaction": "a.b"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "signedTransaction": "a.b.c.d"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "signedTransaction": "a..b."}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book", "signedTransaction": "a.b.c", "appAccountToken": "nope"}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book", "signedTransaction": "a.b.c"}"#, .forbidden, "jws_malformed"),
         (#"{"productId": "com.example.nope", "receiptData": "AAAA"}"#, .notFound, "unknown_product"),
@@ -338,7 +341,8 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func aSignedTransactionDownloadsWithoutAnUpstreamCall(_ engine: LedgerEngine) async throws {
         try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
-            let response = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction])
+            // Wrapped in the white space a client may add: the proof kept is the JWS alone.
+            let response = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": "\n \(purchase.signedTransaction)\r\n"])
             #expect(response.status == .ok)
             #expect(Array(buffer: response.body) == ServerFixture.book)
             let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
