@@ -86,6 +86,42 @@ import Testing
         }
     }
 
+    /// A reader above the minimum rate, but slower than one `sendfile` region per window (regions
+    /// grow to 4 MiB; at 1.4 MiB/s one takes three 2 s windows to drain), reads on uncut: the
+    /// watch counts the bytes it acknowledged, not only the writes that completed.
+    @Test func aSlowHonestReaderIsNotCutWhileALargeRegionDrains() async throws {
+        try await DownloadFixture.run({
+            AttackLimitTests.withHugeProduct(&$0)
+            $0.connectionLimits.sendTimeout = .seconds(2)
+            $0.connectionLimits.minimumSendRate = 256 << 10
+        }) { fixture in
+            let purchase = try await fixture.control.purchase(Self.huge)
+            try await Self.entitle(fixture, purchase)
+            let connection = try LimitsConnectionTests.RawConnection(port: try #require(fixture.client.port), receiveBuffer: 256 << 10)
+            let token = DownloadFixture.token(purchase.transactionId, product: Self.huge)
+            connection.send("GET /v1/downloads/\(purchase.transactionId)/content HTTP/1.1\r\nHost: s\r\nAuthorization: Bearer \(token)\r\n\r\n")
+            let wanted = 20 << 20
+            let (received, elapsed) = await CatalogFastPathTests.onThread { () -> (Int, Duration) in
+                // 64 KiB every 45 ms, about 1.4 MiB/s, paced from the start (a late read catches up).
+                let start = ContinuousClock.now
+                var received = 0
+                var buffer = [UInt8](repeating: 0, count: 64 << 10)
+                while received < wanted {
+                    let due = start + .milliseconds(45) * (received >> 16)
+                    if ContinuousClock.now < due { Thread.sleep(forTimeInterval: Double((due - ContinuousClock.now) / .microseconds(1)) / 1e6) }
+                    var descriptor = pollfd(fd: connection.descriptor, events: Int16(POLLIN), revents: 0)
+                    guard poll(&descriptor, 1, 20_000) > 0 else { break }
+                    let count = buffer.withUnsafeMutableBytes { recv(connection.descriptor, $0.baseAddress, min($0.count, wanted - received), 0) }
+                    guard count > 0 else { break }
+                    received += count
+                }
+                return (received, ContinuousClock.now - start)
+            }
+            #expect(received == wanted, "the connection was cut after \(received) bytes, \(elapsed)")
+            #expect(elapsed > .seconds(8), "the reader was slower than a region per window (\(elapsed))")
+        }
+    }
+
     @Test func aBodyThatFailsMidStreamGivesItsSlotBack() async throws {
         let content = Mutex("")
         try await DownloadFixture.run({
