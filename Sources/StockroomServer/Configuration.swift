@@ -3,7 +3,7 @@ public import StockroomCore
 public import StockroomEntitlement
 import StockroomPostgres
 
-/// Everything `stockroom serve` needs, with the defaults of DESIGN.md.
+/// Everything `stockroom serve` needs, with the defaults docs/contract.md and the README list.
 ///
 /// Built once from flags and `STOCKROOM_*` variables by the executable; tests build it directly
 /// with port 0 and temporary folders.

@@ -11,7 +11,7 @@ struct SimulatorCommand: AsyncParsableCommand {
         abstract: "Run the local App Store simulator: verifyReceipt (production and sandbox) and its control API.",
         discussion: """
             It answers POST /verifyReceipt and /sandbox/verifyReceipt in Apple's format, and mints
-            purchases, refunds them and injects faults through /sim (see DESIGN.md). State lives in
+            purchases, refunds them and injects faults through /sim (the README lists it). State lives in
             memory; receipts are signed with a key made at start, so they verify only against the
             simulator run that issued them. Options read STOCKROOM_SIMULATOR_<OPTION>, apart from
             serve's STOCKROOM_<OPTION>.

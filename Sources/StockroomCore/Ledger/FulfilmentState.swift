@@ -1,4 +1,4 @@
-/// Where a transaction stands, as DESIGN.md's state machine has it.
+/// Where a transaction stands (docs/contract.md, "The states of a purchase").
 ///
 /// pending → verified → delivered → acknowledged, or rejected / revoked. A change not listed in
 /// `allowedNext` is refused in code; the schema's CHECK refuses unknown states.

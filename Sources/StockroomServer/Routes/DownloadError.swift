@@ -2,7 +2,7 @@ import Hummingbird
 import StockroomCore
 import StockroomHTTP
 
-/// Errors of the download routes, each with its status and stable code (DESIGN.md).
+/// Errors of the download routes, each with its status and stable code (docs/contract.md).
 enum DownloadError: APIError {
     case badRequest(String)
     case unknownProduct(String)
