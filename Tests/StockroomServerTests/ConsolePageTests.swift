@@ -65,6 +65,38 @@ import Testing
         }
     }
 
+    /// A transaction the ledger knows only by a proof kept during an outage has a page (it was a
+    /// 404): the kept proofs, and re-fulfil, which verifies them once the App Store answers again.
+    @Test(arguments: LedgerEngine.allCases) func aTransactionWithOnlyAKeptProofHasAPageAndIsReFulfilledFromIt(_ engine: LedgerEngine) async throws {
+        try await DownloadFixture.run(engine: engine, { $0.adminToken = Self.token }) { fixture in
+            let (browser, _) = try await ConsoleActionTests.signedIn(fixture)
+            let purchase = try await fixture.control.purchase(DownloadFixture.book)
+            try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 10])
+            #expect(try await fixture.post(purchase).status == .serviceUnavailable)
+            _ = try await fixture.control.client.execute(uri: "/sim/faults", method: .delete)
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId) == nil)
+
+            let page = "/console/fulfilments/\(purchase.transactionId)"
+            let response = try await browser.get(page)
+            #expect(response.status == .ok)
+            let html = String(buffer: response.body)
+            #expect(html.contains(#"id="state">pending<"#))
+            #expect(html.contains(#"<tr data-status="pending">"#))
+            #expect(html.contains("HTTP 503"), "why it waits")
+            #expect(!html.contains(purchase.receiptData.prefix(40)), "never the receipt itself")
+            #expect(html.contains(#"action="\#(page)/refulfil""#))
+            #expect(!html.contains(#"action="\#(page)/revoke""#), "nothing to revoke without an entitlement")
+
+            let refulfilled = try await browser.post(page + "/refulfil", form: ["csrf": try await browser.csrfToken(on: page)])
+            #expect(refulfilled.status == .seeOther)
+            #expect(refulfilled.headers[.location] == page + "?done=refulfil-verified")
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .verified)
+            let after = String(buffer: try await browser.get(page + "?done=refulfil-verified").body)
+            #expect(after.contains(#"id="state">verified<"#))
+            #expect(after.contains(#"data-flash="refulfil-verified""#))
+        }
+    }
+
     @Test(arguments: LedgerEngine.allCases) func aTransactionsPageShowsItsTimelineProofAndNotifications(_ engine: LedgerEngine) async throws {
         try await DownloadFixture.run(engine: engine, { $0.adminToken = Self.token }) { fixture in
             let (browser, purchase) = try await ConsoleActionTests.signedIn(fixture)

@@ -6,10 +6,13 @@ import StockroomCore
 /// its notifications said, and the operator's actions on it.
 extension ConsolePages {
     func detail(_ transactionID: String, request: Request, session: ConsoleSession) async throws -> ConsoleResponse {
-        guard let row = try await ledger.fulfilment(transactionID) else { throw ConsoleError.unknownTransaction(transactionID) }
+        let pending = try await insights.pendingProofs(keptUnder: transactionID, limit: PendingProof.perTransaction * 2)
+        guard let row = try await ledger.fulfilment(transactionID) else {
+            guard !pending.isEmpty else { throw ConsoleError.unknownTransaction(transactionID) }
+            return Self.keptProofsOnly(transactionID, pending: pending, request: request, session: session)
+        }
         let attempts = try await ledger.attempts(of: transactionID)
         let notifications = try await insights.notifications(transactionID: transactionID, originalTransactionID: row.originalTransactionID, limit: 50)
-        let pending = try await insights.pendingProofs(keptUnder: transactionID, limit: PendingProof.perTransaction * 2)
         let calls = try await ledger.serverCalls(ServerCallFilter(transactionID: transactionID, limit: 10))
         let id = HTML.escape(row.transactionID)
 
@@ -47,6 +50,30 @@ extension ConsolePages {
         if notifications.isEmpty { body += "<tr><td colspan=\"4\" class=\"muted\">No App Store notification names this purchase.</td></tr>\n" }
         body += "</table>\n" + Self.actionForms(row, session: session)
         return .page(title: "Transaction \(row.transactionID)", body: body, session: session)
+    }
+
+    /// A transaction with no entitlement on record, only proofs kept while the App Store could not
+    /// be asked: what they are, and the one action that applies (re-fulfil verifies them). A kept
+    /// proof never authorises a download, so there is nothing to revoke or reinstate.
+    static func keptProofsOnly(_ transactionID: String, pending: [PendingProof], request: Request, session: ConsoleSession) -> ConsoleResponse {
+        let id = HTML.escape(transactionID)
+        var body = "<h1>Transaction <code>\(id)</code> <span class=\"state state-pending\" id=\"state\">pending</span></h1>\n"
+        if let done = request.uri.queryParameters.get("done").flatMap(ConsoleFlash.init(rawValue:)) {
+            body += "<p class=\"flash\" role=\"status\" id=\"flash\" data-flash=\"\(done.rawValue)\">\(HTML.escape(done.message))</p>\n"
+        }
+        body += "<p>No entitlement is on record. These proofs were kept while the App Store could not be asked; a kept proof never "
+        body += "authorises a download. Re-fulfil asks the App Store about them: a valid one becomes an entitlement for the product Apple names.</p>\n"
+        body += "<table id=\"kept-proofs\"><tr><th>Kept</th><th>Last tried</th><th>Status</th><th>Proof</th><th>Product asked for</th><th>Why it waits</th></tr>\n"
+        for proof in pending {
+            let kind = proof.proofKind == .receipt ? "app receipt" : "StoreKit 2 signed transaction"
+            body += "<tr data-status=\"\(proof.status.rawValue)\"><td>\(HTML.time(proof.createdAt))</td><td>\(HTML.time(proof.updatedAt))</td>"
+            body += "<td>\(proof.status.rawValue)</td><td>\(kind), \(proof.proof.utf8.count) bytes, <code>\(HTML.escape(String(proof.proofDigest.prefix(16))))…</code></td>"
+            body += "<td>\(HTML.escape(proof.requestedProductID))</td><td>\(HTML.escape(proof.lastError ?? "waiting for the App Store"))</td></tr>\n"
+        }
+        body += "</table>\n<h2>Actions</h2>\n<div class=\"actions\">\n"
+        body += "<form method=\"post\" action=\"/console/fulfilments/\(id)/refulfil\" id=\"refulfil\">\(ConsoleResponse.csrfField(session))"
+        body += "<p>Ask the App Store about the kept proofs.</p><button type=\"submit\">Re-fulfil</button></form>\n</div>\n"
+        return .page(title: "Transaction \(transactionID)", body: body, session: session)
     }
 
     /// The row's state changes and its download attempts, in time order.
