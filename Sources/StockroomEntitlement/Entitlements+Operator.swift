@@ -11,8 +11,7 @@ extension Entitlements {
         guard let row = try await ledger.fulfilment(transactionID) else {
             let outcomes = try await refulfilPending(of: transactionID, dryRun: dryRun)
             if let summary = Reverification.summary(of: outcomes) { return summary }
-            guard let insights = ledger as? any LedgerInsights,
-                try await insights.pendingProofs(keptUnder: transactionID, limit: 1).contains(where: { $0.status == .pending })
+            guard try await ledger.pendingProofs(keptUnder: transactionID, limit: 1).contains(where: { $0.status == .pending })
             else { throw LedgerError.unknownTransaction(transactionID) }
             return Reverification(
                 kind: .unchanged, transactionID: transactionID, before: "pending", after: "pending",

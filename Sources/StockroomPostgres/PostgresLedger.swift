@@ -9,7 +9,7 @@ import StockroomCore
 /// reads the purchase's rows `FOR UPDATE`, applies the same `EntitlementRules` as
 /// `SQLiteLedger`, and writes the rows the rules changed. A lost database throws
 /// `LedgerUnavailable`; the pool reconnects by itself when the database is back.
-public struct PostgresLedger: Ledger, LedgerInsights, LedgerStatementRunner {
+public struct PostgresLedger: Ledger, LedgerStatementRunner {
     public let database: PostgresPool
     /// When set, a transaction reaching this point is queued for Finish Transaction in the same transaction.
     public let finishOn: FinishTrigger?

@@ -5,7 +5,7 @@ import GRDB
 /// The `Ledger` on SQLite, through GRDB: each decision is one write transaction (SQLite's one
 /// writer is the purchase's lock) that re-reads the rows it depends on, so a refund or an
 /// operator's revocation that lands meanwhile is seen. Reads run on the reader pool, never the writer.
-public struct SQLiteLedger: Ledger, LedgerInsights, LedgerStatementRunner {
+public struct SQLiteLedger: Ledger, LedgerStatementRunner {
     public let database: AppDatabase
     /// When set, a transaction reaching this point is queued for Finish Transaction in the same write.
     public let finishOn: FinishTrigger?

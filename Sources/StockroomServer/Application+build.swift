@@ -149,9 +149,7 @@ public func buildApplication(
     let reverificationJobs = configuration.adminToken == nil ? nil : ReverificationJobs(entitlements: entitlements, logger: logger)
     if let adminToken = configuration.adminToken, let reverificationJobs {
         AdminController(entitlements: entitlements, token: adminToken, jobs: reverificationJobs).addRoutes(to: router.group("v1"))
-        if let insights = ledger as? any LedgerInsights {
-            ConsoleController(entitlements: entitlements, insights: insights, adminToken: adminToken).addRoutes(to: router)
-        }
+        ConsoleController(entitlements: entitlements, adminToken: adminToken).addRoutes(to: router)
     }
     if let simulator {
         simulator.addRoutes(to: router.group("simulator"), configuration: configuration)

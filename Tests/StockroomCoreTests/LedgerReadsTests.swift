@@ -44,7 +44,7 @@ import Testing
             #expect(ids(try await test.ledger.list(FulfilmentFilter(limit: 2))) == ["0", "1"])
             #expect(ids(try await test.ledger.list(FulfilmentFilter(limit: -1))) == [])
             #expect(try await test.ledger.stateCounts() == [.verified: 1, .delivered: 2, .acknowledged: 1])
-            let insights = try #require(test.ledger as? any LedgerInsights)
+            let insights = test.ledger
             let page = try await insights.fulfilmentPage(FulfilmentPageQuery(state: .delivered, page: 2, pageSize: 1))
             #expect(ids(page.rows) == ["1"], "newest created first: 3, then 1")
             #expect(page.total == 2)
@@ -69,7 +69,7 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func aPageAndItsTotalAgreeWhileRowsChange(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let runner = try #require(test.ledger as? any LedgerStatementRunner)
-            let insights = try #require(test.ledger as? any LedgerInsights)
+            let insights = test.ledger
             for index in 0..<40 {
                 try await runner.execute(.insert(Self.row("t\(index)", createdAt: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)))))
             }

@@ -4,7 +4,7 @@ import StockroomTestSupport
 import Testing
 @testable import StockroomCore
 
-/// The ledger reads behind the console (`LedgerInsights`), on both engines: hourly attempts,
+/// The ledger reads behind the console (`LedgerViews`), on both engines: hourly attempts,
 /// product tallies, a filtered and paged list, and what is on record about one transaction.
 @Suite struct ConsoleInsightsTests {
     static let now = Date()
@@ -17,10 +17,6 @@ import Testing
 
     static let download = ClaimTerms(requestedProductID: nil, appAccountToken: nil, checksAccount: false, countsAttempt: true)
 
-    static func insights(_ test: TestLedger) throws -> any LedgerInsights {
-        try #require(test.ledger as? any LedgerInsights, "both engines read for the console")
-    }
-
     @Test(arguments: LedgerEngine.allCases) func attemptsAreCountedPerHourAndProductsTallied(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
@@ -30,7 +26,7 @@ import Testing
             try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100)
             try await ledger.recordDelivery("2", report: DeliveryReport(range: 0...99, bytesSent: 40, complete: false), fileSize: 100)
             try await ledger.recordDelivery("3", report: DeliveryReport(range: 0...9, bytesSent: 10, complete: true), fileSize: 10)
-            let insights = try Self.insights(test)
+            let insights = test.ledger
 
             let hours = try await insights.deliveriesPerHour(since: Date().addingTimeInterval(-24 * 3600))
             #expect(hours.reduce(0) { $0 + $1.complete } == 2)
@@ -57,7 +53,7 @@ import Testing
             _ = try await ledger.revoke(
                 RevokedPurchase(transactionID: "t2", originalTransactionID: "t2", productID: nil, bundleID: nil, environment: nil),
                 cause: .operatorAction, reason: "test", now: day.addingTimeInterval(9 * 3600))
-            let insights = try Self.insights(test)
+            let insights = test.ledger
 
             let first = try await insights.fulfilmentPage(FulfilmentPageQuery(page: 1, pageSize: 2))
             #expect(first.total == 5)
@@ -92,7 +88,7 @@ import Testing
                 PendingProofDraft(
                     transactionID: "r1", digest: "d1", kind: .receipt, proof: "p", requestedProductID: "com.example.book", appAccountToken: nil,
                     error: "upstream down"), now: Self.now)
-            let insights = try Self.insights(test)
+            let insights = test.ledger
 
             let found = try await insights.notifications(transactionID: "r1", originalTransactionID: "o1", limit: 10)
             #expect(found.map(\.uuid) == ["n1"], "the purchase's notification, not another's")

@@ -9,7 +9,8 @@ import Foundation
 /// PostgreSQL (`PostgresLedger`) serves several instances.
 public protocol Ledger: LedgerDecisions, PendingProofQueue, ServerCallQueue, NotificationLog, LedgerViews {}
 
-/// What an operator reads of the ledger (the CLI, the admin API, `/metrics`).
+/// What an operator reads of the ledger (the CLI, the admin API, the console, `/metrics`): rows,
+/// attempts and counts, and the console's aggregates. Nothing decides on them; they only show.
 public protocol LedgerViews: Sendable {
     /// One transaction's row.
     func fulfilment(_ transactionID: String) async throws -> Fulfilment?
@@ -19,6 +20,14 @@ public protocol LedgerViews: Sendable {
     func attempts(of transactionID: String) async throws -> [DownloadAttempt]
     /// How many fulfilments are in each state (states with none are absent): for `/metrics`.
     func stateCounts() async throws -> [FulfilmentState: Int]
+    /// Download attempts per hour since `since`, oldest first; hours without any are absent.
+    func deliveriesPerHour(since: Date) async throws -> [HourlyDeliveries]
+    /// The `limit` products with most fulfilments, with the ledger's totals.
+    func productTallies(limit: Int) async throws -> ProductTallies
+    /// One page of fulfilments matching `query`, newest first (created, then transaction ID).
+    func fulfilmentPage(_ query: FulfilmentPageQuery) async throws -> FulfilmentPage
+    /// Notifications naming the transaction or its purchase, newest first, at most `limit`.
+    func notifications(transactionID: String, originalTransactionID: String, limit: Int) async throws -> [NotificationRecord]
 }
 
 /// Proofs kept while the App Store could not be asked: apart from entitlements, bounded, and
@@ -26,6 +35,8 @@ public protocol LedgerViews: Sendable {
 public protocol PendingProofQueue: Sendable {
     /// Kept proofs, oldest first; `status` nil lists every one.
     func pendingProofs(status: PendingProof.Status?, limit: Int) async throws -> [PendingProof]
+    /// Proofs kept for one transaction, oldest first, at most `limit`.
+    func pendingProofs(keptUnder transactionID: String, limit: Int) async throws -> [PendingProof]
     /// Keeps a proof that could not be verified, within `bounds` (per transaction, per client and
     /// in total, every status counted); first purges a bounded batch of rejected proofs older
     /// than the retention. The same proof again only refreshes its row.

@@ -46,7 +46,7 @@ extension LedgerViews where Self: LedgerStatementRunner {
     }
 }
 
-extension LedgerInsights where Self: LedgerStatementRunner {
+extension LedgerViews where Self: LedgerStatementRunner {
     public func deliveriesPerHour(since: Date) async throws -> [HourlyDeliveries] {
         try await fetch(.hourlyDeliveries(since: since, dialect), as: HourlyDeliveries.self)
     }
@@ -72,15 +72,15 @@ extension LedgerInsights where Self: LedgerStatementRunner {
         let statement = LedgerStatement.notifications(transactionID: transactionID, originalTransactionID: originalTransactionID, limit: limit)
         return try await fetch(statement, as: NotificationRecord.self)
     }
-
-    public func pendingProofs(keptUnder transactionID: String, limit: Int) async throws -> [PendingProof] {
-        try await fetch(.pendingProofs(keptUnder: transactionID, limit: limit), as: PendingProof.self)
-    }
 }
 
 extension PendingProofQueue where Self: LedgerStatementRunner {
     public func pendingProofs(status: PendingProof.Status?, limit: Int) async throws -> [PendingProof] {
         try await fetch(.pendingProofs(status: status, limit: limit), as: PendingProof.self)
+    }
+
+    public func pendingProofs(keptUnder transactionID: String, limit: Int) async throws -> [PendingProof] {
+        try await fetch(.pendingProofs(keptUnder: transactionID, limit: limit), as: PendingProof.self)
     }
 
     public func purgeRejectedPendingProofs(before: Date, limit: Int) async throws -> Int {

@@ -12,17 +12,15 @@ import StockroomEntitlement
 /// the same calls the admin API makes: the console has no path of its own to the ledger.
 struct ConsoleController<Context: RemoteAddressRequestContext & ClientAddressContext>: Sendable {
     let entitlements: Entitlements
-    let insights: any LedgerInsights
     let sessions: ConsoleSessions
 
-    init(entitlements: Entitlements, insights: any LedgerInsights, adminToken: String) {
+    init(entitlements: Entitlements, adminToken: String) {
         self.entitlements = entitlements
-        self.insights = insights
         self.sessions = ConsoleSessions(adminToken: adminToken)
     }
 
     func addRoutes(to router: Router<Context>) {
-        let pages = ConsolePages(entitlements: entitlements, insights: insights)
+        let pages = ConsolePages(entitlements: entitlements)
         let actions = ConsoleActions(entitlements: entitlements)
         router.get("console/login") { request, context in loginForm(request, context: context).response }
         router.post("console/login") { request, context in await signIn(request, context: context).response }

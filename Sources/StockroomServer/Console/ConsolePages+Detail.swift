@@ -6,13 +6,13 @@ import StockroomCore
 /// its notifications said, and the operator's actions on it.
 extension ConsolePages {
     func detail(_ transactionID: String, request: Request, session: ConsoleSession) async throws -> ConsoleResponse {
-        let pending = try await insights.pendingProofs(keptUnder: transactionID, limit: PendingProof.perTransaction * 2)
+        let pending = try await ledger.pendingProofs(keptUnder: transactionID, limit: PendingProof.perTransaction * 2)
         guard let row = try await ledger.fulfilment(transactionID) else {
             guard !pending.isEmpty else { throw ConsoleError.unknownTransaction(transactionID) }
             return Self.keptProofsOnly(transactionID, pending: pending, request: request, session: session)
         }
         let attempts = try await ledger.attempts(of: transactionID)
-        let notifications = try await insights.notifications(transactionID: transactionID, originalTransactionID: row.originalTransactionID, limit: 50)
+        let notifications = try await ledger.notifications(transactionID: transactionID, originalTransactionID: row.originalTransactionID, limit: 50)
         let calls = try await ledger.serverCalls(ServerCallFilter(transactionID: transactionID, limit: 10))
         let id = HTML.escape(row.transactionID)
 

@@ -30,7 +30,7 @@ extension ConsolePages {
             page = value
         }
         let query = FulfilmentPageQuery(state: state, productID: product.isEmpty ? nil : product, from: from, to: to, page: page, pageSize: Self.pageSize)
-        let result = try await insights.fulfilmentPage(query)
+        let result = try await ledger.fulfilmentPage(query)
 
         let filters: [(String, String?)] = [("state", stateText), ("product", product), ("from", fromText), ("to", toText)]
         var body = "<h1>Fulfilments</h1>\n<form method=\"get\" action=\"/console/fulfilments\" class=\"filters\" id=\"filters\">\n"

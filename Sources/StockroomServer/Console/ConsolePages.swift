@@ -4,10 +4,9 @@ import StockroomCore
 import StockroomEntitlement
 
 /// The console's pages: the dashboard here, the fulfilment list and a fulfilment's page in
-/// their own files. Each reads the ledger through `Ledger` and `LedgerInsights` only.
+/// their own files. Each reads the ledger's views (`LedgerViews`) and nothing else of it.
 struct ConsolePages: Sendable {
     let entitlements: Entitlements
-    let insights: any LedgerInsights
 
     var ledger: any Ledger { entitlements.ledger }
 
@@ -19,9 +18,9 @@ struct ConsolePages: Sendable {
         let hours = (0..<24).map { current - 23 + Int64($0) }
         let labels = hours.map { Self.hourLabel($0) }
         let since = Date(timeIntervalSince1970: TimeInterval(hours[0]) * 3600)
-        let deliveries = Dictionary(try await insights.deliveriesPerHour(since: since).map { (HourlyDeliveries.hourIndex($0.hour), $0) }) { first, _ in first }
+        let deliveries = Dictionary(try await ledger.deliveriesPerHour(since: since).map { (HourlyDeliveries.hourIndex($0.hour), $0) }) { first, _ in first }
         let upstream = Dictionary(UpstreamCallWindow.shared.lastDay(now: now).map { (HourlyDeliveries.hourIndex($0.start), $0) }) { first, _ in first }
-        let tallies = try await insights.productTallies(limit: 8)
+        let tallies = try await ledger.productTallies(limit: 8)
         let states = try await ledger.stateCounts()
 
         let complete = hours.map { Double(deliveries[$0]?.complete ?? 0) }

@@ -89,7 +89,7 @@ public struct ServerCallSender: Service, CustomStringConvertible {
         case .consumption:
             let row = try? await ledger.fulfilment(call.transactionID)
             // One indexed query for this transaction's kept proofs (both ledgers answer it).
-            let kept = try? await (ledger as? any LedgerInsights)?.pendingProofs(keptUnder: call.transactionID, limit: PendingProof.perTransaction)
+            let kept = try? await ledger.pendingProofs(keptUnder: call.transactionID, limit: PendingProof.perTransaction)
             let pending = kept?.contains { $0.status == .pending } ?? false
             let answer = ConsumptionAnswer.build(
                 row: row, pendingProof: pending, product: row.flatMap { catalog.catalog.product(id: $0.productID) }, refundPreference: refundPreference,

@@ -1,22 +1,6 @@
 import Foundation
 
-/// The reads an operator's console makes of the ledger: aggregates over the attempts log and
-/// the fulfilments, a filtered page of fulfilments, and what is on record about one transaction.
-///
-/// Apart from `Ledger` because nothing decides on them: they only show. Both engines conform
-/// (`SQLiteLedger`, `PostgresLedger`), reading existing columns only.
-public protocol LedgerInsights: Sendable {
-    /// Download attempts per hour since `since`, oldest first; hours without any are absent.
-    func deliveriesPerHour(since: Date) async throws -> [HourlyDeliveries]
-    /// The `limit` products with most fulfilments, with the ledger's totals.
-    func productTallies(limit: Int) async throws -> ProductTallies
-    /// One page of fulfilments matching `query`, newest first (created, then transaction ID).
-    func fulfilmentPage(_ query: FulfilmentPageQuery) async throws -> FulfilmentPage
-    /// Notifications naming the transaction or its purchase, newest first, at most `limit`.
-    func notifications(transactionID: String, originalTransactionID: String, limit: Int) async throws -> [NotificationRecord]
-    /// Pending proofs kept for the transaction, oldest first, at most `limit`.
-    func pendingProofs(keptUnder transactionID: String, limit: Int) async throws -> [PendingProof]
-}
+// The aggregates the console's dashboard reads (`LedgerViews.deliveriesPerHour`, `productTallies`).
 
 /// The attempts log of one hour.
 public struct HourlyDeliveries: Sendable, Equatable {
