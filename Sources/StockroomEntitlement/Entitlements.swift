@@ -17,7 +17,8 @@ public struct Entitlements: Sendable {
     let tokens: DownloadTokenSigner
     let policy: EntitlementPolicy
     let gate: (any UpstreamGate)?
-    let now: @Sendable () -> Date
+    /// The clock every decision is taken at (tests pass their own).
+    public let now: @Sendable () -> Date
     let logger: Logger
     /// Told when a call to the App Store Server API was queued (the sender wakes up).
     public var serverCallQueued: @Sendable () -> Void = {}

@@ -33,7 +33,7 @@ import Testing
                 return
             }
             #expect(row.state == .verified && row.attempts == 1 && row.proofDigest == VerifiedProof.digest(of: "cmVjZWlwdA=="))
-            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100)
+            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100, now: Date())
             #expect(try await ledger.acknowledge("1", productID: "com.example.book", now: Self.now) == .entitled(try #require(try await ledger.fulfilment("1"))))
             #expect(try await ledger.fulfilment("1")?.state == .acknowledged)
         }
@@ -131,7 +131,7 @@ import Testing
             let ledger = test.ledger
             _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
             for start in 0..<Int64(60) {
-                try await ledger.recordDelivery("1", report: DeliveryReport(range: start...start, bytesSent: 1, complete: true), fileSize: 100)
+                try await ledger.recordDelivery("1", report: DeliveryReport(range: start...start, bytesSent: 1, complete: true), fileSize: 100, now: Date())
             }
             #expect(try await ledger.attempts(of: "1").count == DownloadAttempt.keptPerTransaction)
             #expect(try await ledger.fulfilment("1")?.bytesDelivered == 60)
@@ -142,10 +142,10 @@ import Testing
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
             _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
-            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 40, complete: false), fileSize: 100)
-            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...49, bytesSent: 50, complete: true), fileSize: 100)
+            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 40, complete: false), fileSize: 100, now: Date())
+            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...49, bytesSent: 50, complete: true), fileSize: 100, now: Date())
             #expect(try await ledger.fulfilment("1")?.state == .verified)
-            try await ledger.recordDelivery("1", report: DeliveryReport(range: 50...99, bytesSent: 50, complete: true), fileSize: 100)
+            try await ledger.recordDelivery("1", report: DeliveryReport(range: 50...99, bytesSent: 50, complete: true), fileSize: 100, now: Date())
             let row = try await ledger.fulfilment("1")
             #expect(row?.state == .delivered)
             #expect(row?.bytesDelivered == 140)

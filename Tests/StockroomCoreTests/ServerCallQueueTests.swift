@@ -18,7 +18,7 @@ import Testing
             Issue.record("not entitled")
             return
         }
-        try await ledger.recordDelivery(id, report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100)
+        try await ledger.recordDelivery(id, report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100, now: Date())
         if acknowledge { _ = try await ledger.acknowledge(id, productID: "com.example.book", now: now) }
     }
 

@@ -23,9 +23,9 @@ import Testing
             for (id, product) in [("1", "com.example.book"), ("2", "com.example.book"), ("3", "com.example.film")] {
                 _ = try await ledger.claim(Self.proof(id, product: product), terms: Self.download, now: Self.now)
             }
-            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100)
-            try await ledger.recordDelivery("2", report: DeliveryReport(range: 0...99, bytesSent: 40, complete: false), fileSize: 100)
-            try await ledger.recordDelivery("3", report: DeliveryReport(range: 0...9, bytesSent: 10, complete: true), fileSize: 10)
+            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100, now: Date())
+            try await ledger.recordDelivery("2", report: DeliveryReport(range: 0...99, bytesSent: 40, complete: false), fileSize: 100, now: Date())
+            try await ledger.recordDelivery("3", report: DeliveryReport(range: 0...9, bytesSent: 10, complete: true), fileSize: 10, now: Date())
             let insights = test.ledger
 
             let hours = try await insights.deliveriesPerHour(since: Date().addingTimeInterval(-24 * 3600))

@@ -106,11 +106,10 @@ extension LedgerDecisions {
 
     /// Logs a download attempt and its bytes; a complete body reaching the file's end makes a
     /// verified transaction `delivered`. The attempts log stays bounded per transaction.
-    public func recordDelivery(_ transactionID: String, report: DeliveryReport, fileSize: Int64) async throws {
+    public func recordDelivery(_ transactionID: String, report: DeliveryReport, fileSize: Int64, now: Date) async throws {
         let finishOn = finishOn
         try await decide(.transaction(transactionID)) { work in
             guard var row = work[transactionID] else { throw LedgerError.unknownTransaction(transactionID) }
-            let now = Date()
             let before = row.state
             work.log(
                 DownloadAttempt(

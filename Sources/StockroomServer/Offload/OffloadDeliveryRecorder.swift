@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import StockroomCore
 
@@ -30,7 +31,7 @@ struct OffloadDeliveryRecorder: Sendable {
                 return
             }
             StockroomMetrics.bytesStreamed(report.bytesSent)
-            try await ledger.recordDelivery(line.transactionID, report: report, fileSize: product.size)
+            try await ledger.recordDelivery(line.transactionID, report: report, fileSize: product.size, now: Date())
         } catch {
             metadata["error"] = "\(error)"
             logger.error("could not record an offloaded download", metadata: metadata)

@@ -155,6 +155,7 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
         // A POST answers with the whole file: Range applies to the resumable GET only.
         let plannedHead = head ?? HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/")
         let ledger = entitlements.ledger
+        let clock = entitlements.now
         let logger = context.logger
         let transactionID = row.transactionID
         let size = product.size
@@ -165,7 +166,7 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
             slot?.release()
             StockroomMetrics.bytesStreamed(report.bytesSent)
             do {
-                try await ledger.recordDelivery(transactionID, report: report, fileSize: size)
+                try await ledger.recordDelivery(transactionID, report: report, fileSize: size, now: clock())
             } catch {
                 logger.error("could not record a download attempt", metadata: ["transaction": .string(transactionID), "error": "\(error)"])
             }
