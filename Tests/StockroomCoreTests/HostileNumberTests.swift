@@ -40,7 +40,7 @@ import Testing
     @Test(arguments: hostileSignedDates)
     func aForgedJWSWithAHostileSignedDateIsMalformed(signedDate: String) {
         let jws = Self.forgedJWS(payloadJSON: Self.transactionJSON(signedDate: signedDate))
-        #expect(Self.isMalformed(JWSVerifier(root: Self.chain.root).verify(jws)))
+        #expect(Self.isMalformed(JWSVerifier(root: Self.chain.root).verify(jws, as: SignedTransaction.self)))
         let transactions = SignedTransactionVerifier(root: Self.chain.root, bundleID: Self.bundle, environment: nil)
         #expect(Self.isMalformed(transactions.verify(jws)))
     }
@@ -48,7 +48,7 @@ import Testing
     @Test(arguments: hostileSignedDates)
     func aGenuinelySignedJWSWithAHostileSignedDateIsMalformed(signedDate: String) throws {
         let jws = try Self.chain.sign(payload: Array(Self.transactionJSON(signedDate: signedDate).utf8))
-        #expect(Self.isMalformed(JWSVerifier(root: Self.chain.root).verify(jws)))
+        #expect(Self.isMalformed(JWSVerifier(root: Self.chain.root).verify(jws, as: SignedTransaction.self)))
     }
 
     @Test(arguments: ["1e30", "-1e30", "1e300", "9.3e18"])
@@ -66,7 +66,7 @@ import Testing
     @Test func aSignedDateInsideTheRangeStillVerifies() throws {
         let now = (Date().timeIntervalSince1970 * 1000).rounded()
         let jws = try Self.chain.sign(payload: Array(Self.transactionJSON(signedDate: "\(Int64(now))").utf8))
-        #expect(throws: Never.self) { try JWSVerifier(root: Self.chain.root).verify(jws).get() }
+        #expect(throws: Never.self) { try JWSVerifier(root: Self.chain.root).verify(jws, as: SignedTransaction.self).get() }
     }
 
     @Test(arguments: [1e30, -1e30, 1e300, .infinity, -.infinity, .nan, 9.3e18, 253_402_300_800, -62_135_596_801])

@@ -13,7 +13,7 @@ import Testing
 
     static func jws(on chain: SigningChain = chain, signedAt date: Date = Date(), transaction: String = "2000000000000001") throws -> String {
         let milliseconds = Int64(date.timeIntervalSince1970 * 1000)
-        let payload = #"{"transactionId":"\#(transaction)","productId":"com.example.book","bundleId":"com.example.stockroom.demo","signedDate":\#(milliseconds)}"#
+        let payload = #"{"transactionId":"\#(transaction)","originalTransactionId":"\#(transaction)","productId":"com.example.book","bundleId":"com.example.stockroom.demo","purchaseDate":\#(milliseconds),"environment":"Production","signedDate":\#(milliseconds)}"#
         return try chain.sign(payload: Array(payload.utf8))
     }
 
@@ -134,5 +134,12 @@ import Testing
                 #expect(chain.isValid(at: moment) == !openssl.contains(false), "at \(moment.timeIntervalSince1970)")
             }
         }
+    }
+}
+
+extension JWSVerifier {
+    /// The verification alone (chain, signature, date), the payload read as a transaction.
+    fileprivate func verify(_ jws: String) -> Result<Bool, JWSFailure> {
+        verify(jws, as: SignedTransaction.self).map { _ in true }
     }
 }

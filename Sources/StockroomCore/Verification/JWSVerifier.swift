@@ -39,12 +39,6 @@ public struct JWSVerifier: Sendable {
         }
     }
 
-    /// The verified payload bytes, or why not: the verification itself, whatever the payload
-    /// holds besides its `signedDate`.
-    func verify(_ jws: String) -> Result<[UInt8], JWSFailure> {
-        verified(jws, as: Unread.self).map(\.bytes)
-    }
-
     /// The verification: the payload is read once, as `type` and for its `signedDate` together,
     /// and used only once the signature has verified.
     private func verified<Payload: Decodable>(_ jws: String, as type: Payload.Type) -> Result<Signed<Payload>, JWSFailure> {
@@ -139,15 +133,9 @@ public struct JWSVerifier: Sendable {
         private enum CodingKeys: String, CodingKey { case signedDate }
     }
 
-    /// The payload of `verify(_:)`: any JSON object, nothing read beyond its `signedDate`.
-    private struct Unread: Decodable {
-        init(from decoder: any Decoder) throws {}
-    }
-
-    /// The signed part of a JWS: its payload (the bytes, and as the caller's type), the moment it
-    /// claims, and the signature.
+    /// The signed part of a JWS: its payload as the caller's type, the moment it claims, and the
+    /// signature.
     private struct Signed<Payload> {
-        var bytes: [UInt8]
         var payload: Payload?
         var time: Date
         var signature: [UInt8]
@@ -169,7 +157,7 @@ public struct JWSVerifier: Sendable {
         }
         return .success(
             Signed(
-                bytes: bytes, payload: dated.payload, time: Date(timeIntervalSince1970: signedDate / 1000), signature: signature))
+                payload: dated.payload, time: Date(timeIntervalSince1970: signedDate / 1000), signature: signature))
     }
 }
 
