@@ -78,6 +78,7 @@ import Testing
             let purchase = try await control.purchase()
             guard case .unavailable(let reason, _) = await api.transaction(purchase.transactionId) else { Issue.record("accepted"); return }
             #expect(reason.contains("401"))
+            #expect(try await control.calls().total == 1, "refused credentials are not asked again within the request")
         }
     }
 

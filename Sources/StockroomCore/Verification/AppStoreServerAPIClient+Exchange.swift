@@ -1,13 +1,17 @@
 import Foundation
 
-/// One exchange with the App Store Server API, sorted by what the caller should do next.
+/// One exchange with the App Store Server API, sorted by what the caller should do next: the
+/// one place a status of Apple's is read, for every call (look-ups, histories, the calls owed).
 enum ServerAPIExchange: Sendable, Equatable {
     /// A 2xx, with its body.
     case answered(status: Int, body: [UInt8])
     /// 4040010 TransactionIdNotFoundError, or another 404 Apple does not call retryable.
     case notFound(errorCode: Int?)
-    /// 429, 5xx, 401, a retryable 404, transport failures and timeouts.
+    /// 429, 5xx, a retryable 404, transport failures and timeouts: another try soon may answer.
     case transient(reason: String, after: Duration?)
+    /// Apple refused our credentials (401), or no token could be signed: no try answers until the
+    /// key is fixed. A request in flight gives up at once; a durable queue tries again later.
+    case credentialsRefused(reason: String)
     /// Any other 4xx.
     case refused(status: Int, errorCode: Int?, reason: String)
 }
@@ -61,7 +65,7 @@ extension AppStoreServerAPIClient {
         let response: UpstreamResponse
         switch await send(method, path: path, environment: environment, body: body, timeout: timeout, endpoint: endpoint) {
         case .success(let answer): response = answer
-        case .failure(.token(let error)): return .transient(reason: "the API token could not be signed: \(error)", after: nil)
+        case .failure(.token(let error)): return .credentialsRefused(reason: "the API token could not be signed: \(error)")
         case .failure(.transport(let error)): return .transient(reason: "\(error)", after: nil)
         }
         let (errorCode, message) = Self.appleError(in: response.body)
@@ -72,7 +76,7 @@ extension AppStoreServerAPIClient {
             logger.error(
                 "the App Store Server API refused our token; check the key, key ID and issuer ID",
                 metadata: ["endpoint": "\(endpoint)", "reason": .string(AppleErrorBody.printable(message))])
-            return .transient(reason: "the App Store Server API refused the credentials (401)", after: nil)
+            return .credentialsRefused(reason: "the App Store Server API refused the credentials (401)")
         case 404 where errorCode.map { Self.retryableNotFoundCodes.contains($0) } == true:
             return .transient(reason: "HTTP 404 with retryable error \(errorCode ?? 0)", after: nil)
         case 404:

@@ -48,6 +48,7 @@ extension AppStoreServerAPIClient {
         case .answered: .accepted
         case .notFound: .notFound
         case .transient(let reason, let after): .retryLater(reason: reason, after: after)
+        case .credentialsRefused(let reason): .retryLater(reason: reason, after: nil)
         case .refused(let status, let errorCode, let reason): .refused(status: status, errorCode: errorCode, reason: reason)
         }
     }

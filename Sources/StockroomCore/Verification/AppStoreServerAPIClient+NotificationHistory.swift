@@ -42,6 +42,8 @@ extension AppStoreServerAPIClient {
             case .transient(let reason, let after):
                 lastRetryAfter = after
                 return .retry(reason: reason, after: after)
+            case .credentialsRefused(let reason):
+                return .answered(.failure(.unavailable(reason: reason, retryAfter: nil)))
             }
         } givingUp: { attempts, lastFailure in
             .failure(

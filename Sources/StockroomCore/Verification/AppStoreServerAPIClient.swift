@@ -95,46 +95,30 @@ public final class AppStoreServerAPIClient: Sendable {
             }
     }
 
-    /// Get Transaction Info: production first, the sandbox on 4040010; 429 and 5xx and transport
-    /// failures retried within the policy; 401 and any other status are unavailable at once.
+    /// Get Transaction Info: production first, the sandbox on 4040010; what `exchange` calls
+    /// transient is retried within the policy (`Retry-After` honoured); refused credentials and
+    /// any other 4xx are unavailable at once.
     private func lookUp(_ transactionID: String) async -> Lookup {
         var environment = StoreEnvironment.production
         return await policy.run { timeout in
-            let response: UpstreamResponse
-            switch await send(
-                .get, path: "/inApps/v1/transactions/\(transactionID)", environment: environment, timeout: timeout, endpoint: "transactions"
-            ) {
-            case .success(let answer): response = answer
-            case .failure(.transport(let error)): return .retry(reason: "\(error)")
-            case .failure(.token(let error)):
-                return .answered(.unavailable(reason: "the API token could not be signed: \(error)", retryAfter: policy.retryAfter))
-            }
-            switch response.status {
-            case 200:
-                guard let info = UpstreamJSON.decode(TransactionInfoResponse.self, from: response.body)?.signedTransactionInfo else {
-                    return .answered(.unavailable(reason: "a 200 without signedTransactionInfo", retryAfter: policy.retryAfter))
+            switch await exchange(
+                .get, path: "/inApps/v1/transactions/\(transactionID)", environment: environment, timeout: timeout, endpoint: "transactions")
+            {
+            case .answered(_, let body):
+                guard let info = UpstreamJSON.decode(TransactionInfoResponse.self, from: body)?.signedTransactionInfo else {
+                    return .answered(.unavailable(reason: "an answer without signedTransactionInfo", retryAfter: policy.retryAfter))
                 }
                 return .answered(.found(signedTransactionInfo: info, environment: environment))
-            case 404 where AppleErrorBody.of(response.body)?.errorCode == 4040010:
-                guard environment == .production else { return .answered(.notFound) }
+            case .notFound(let errorCode):
+                guard errorCode == 4_040_010, environment == .production else { return .answered(.notFound) }
                 environment = .sandbox
                 return .redirected()
-            case 404:
-                return .answered(.notFound)
-            case 401:
-                logger.error(
-                    "the App Store Server API refused our token; check the key, key ID and issuer ID",
-                    metadata: ["endpoint": "transactions", "reason": .string(AppleErrorBody.printable(AppleErrorBody.of(response.body)?.errorMessage))])
-                return .answered(
-                    .unavailable(reason: "the App Store Server API refused the credentials (401)", retryAfter: policy.retryAfter))
-            case 429:
-                // Honoured within the budget; a hostile or absurd value (1e30, NaN) cannot trap.
-                return .retry(reason: "rate limited (429)", after: RetryPolicy.wait(retryAfter: response.headers["retry-after"]))
-            case 500...599:
-                return .retry(reason: "HTTP \(response.status)")
-            default:
-                return .answered(
-                    .unavailable(reason: "HTTP \(response.status) from the App Store Server API", retryAfter: policy.retryAfter))
+            case .transient(let reason, let after):
+                return .retry(reason: reason, after: after)
+            case .credentialsRefused(let reason):
+                return .answered(.unavailable(reason: reason, retryAfter: policy.retryAfter))
+            case .refused(let status, _, let reason):
+                return .answered(.unavailable(reason: "HTTP \(status) from the App Store Server API: \(reason)", retryAfter: policy.retryAfter))
             }
         } givingUp: { attempts, lastFailure in
             .unavailable(

@@ -25,36 +25,26 @@ extension AppStoreServerAPIClient {
         }
         var current = environment ?? .production
         return await policy.run { timeout in
-            let response: UpstreamResponse
-            switch await send(
+            switch await exchange(
                 .get, path: "/inApps/v2/history/\(transactionID)\(query)", environment: current, timeout: timeout, endpoint: "history")
             {
-            case .success(let answer): response = answer
-            case .failure(.transport(let error)): return .retry(reason: "\(error)")
-            case .failure(.token(let error)):
-                return .answered(
-                    .failure(.unavailable(reason: "the API token could not be signed: \(error)", retryAfter: policy.retryAfter)))
-            }
-            switch response.status {
-            case 200:
-                guard let page = Self.page(response.body, environment: current) else {
+            case .answered(_, let body):
+                guard let page = Self.page(body, environment: current) else {
                     return .answered(
                         .failure(.unavailable(reason: "the transaction history is not in Apple's shape", retryAfter: policy.retryAfter)))
                 }
                 return .answered(.success(page))
-            case 404 where AppleErrorBody.of(response.body)?.errorCode == 4040010:
-                guard environment == nil, current == .production else { return .answered(.failure(.notFound)) }
+            case .notFound(let errorCode):
+                guard errorCode == 4_040_010, environment == nil, current == .production else { return .answered(.failure(.notFound)) }
                 current = .sandbox
                 return .redirected(reason: "production does not know it (4040010); the sandbox was not reached in time")
-            case 404:
-                return .answered(.failure(.notFound))
-            case 429:
-                return .retry(reason: "rate limited (429)", after: RetryPolicy.wait(retryAfter: response.headers["retry-after"]))
-            case 500...599:
-                return .retry(reason: "HTTP \(response.status)")
-            default:
+            case .transient(let reason, let after):
+                return .retry(reason: reason, after: after)
+            case .credentialsRefused(let reason):
+                return .answered(.failure(.unavailable(reason: reason, retryAfter: policy.retryAfter)))
+            case .refused(let status, _, let reason):
                 return .answered(
-                    .failure(.unavailable(reason: "HTTP \(response.status) from the App Store Server API", retryAfter: policy.retryAfter)))
+                    .failure(.unavailable(reason: "HTTP \(status) from the App Store Server API: \(reason)", retryAfter: policy.retryAfter)))
             }
         } givingUp: { attempts, lastFailure in
             .failure(
