@@ -1,10 +1,11 @@
 import Foundation
 
-/// Verifies an App Store JWS (signed transactions, notifications): ES256 only, an `x5c` of
-/// exactly three certificates, leaf → intermediate → the configured root at the payload's
-/// `signedDate`, Apple's marker OIDs, then the signature over the input exactly as received.
-/// A chain that verified is kept (`VerifiedChainCache`), so the next JWS it signs skips the chain
-/// work but not the dates or the signature.
+/// Verifies a JWS (signed transactions, notifications): ES256 only, the `x5c` chain its policy
+/// accepts at the payload's `signedDate`, then the signature over the input exactly as received.
+/// The App Store's policy is three certificates, leaf → intermediate → a configured root, with
+/// Apple's marker OIDs; StoreKit Testing in Xcode signs with one self-signed certificate. A chain
+/// that verified is kept (`VerifiedChainCache`), so the next JWS it signs skips the chain work but
+/// not the dates or the signature.
 ///
 /// See https://developer.apple.com/documentation/appstoreserverapi/jwstransaction
 public struct JWSVerifier: Sendable {
@@ -17,14 +18,41 @@ public struct JWSVerifier: Sendable {
     /// (1e30, a negative one) is refused before it meets a date or OpenSSL's `time_t`.
     public static let signedDateRange: ClosedRange<Double> = 0...4_102_444_800_000
 
-    /// The roots a chain may end at (several `--trust-root`); the first is the usual one.
-    public let roots: [Certificate]
-    public var root: Certificate { roots[0] }
+    /// Which chains sign what this verifier accepts.
+    public enum ChainPolicy: Sendable {
+        /// The App Store's: leaf → intermediate → one of `roots` (several `--trust-root`), each
+        /// certificate with Apple's marker OID.
+        case appStore(roots: [Certificate])
+        /// StoreKit Testing in Xcode: one self-signed certificate, the pinned one when given (any
+        /// other proves only that the JWS is well formed: anyone can make one).
+        case xcode(pinned: Certificate?)
+
+        /// How many certificates the header's `x5c` holds.
+        var certificateCount: Int {
+            switch self {
+            case .appStore: 3
+            case .xcode: 1
+            }
+        }
+    }
+
+    /// Whether `jws` has the compact serialization's shape, checked before anything else runs:
+    /// three parts (two dots, counted on the bytes) in at most 64 KiB.
+    public static func isCompact(_ jws: String) -> Bool {
+        jws.utf8.count <= 64 * 1024 && jws.utf8.reduce(0, { $0 + ($1 == UInt8(ascii: ".") ? 1 : 0) }) == 2
+    }
+
+    public let policy: ChainPolicy
     /// Chains that verified, shared by every copy of this verifier; nil verifies each afresh.
     public let chains: VerifiedChainCache?
 
+    /// The App Store's chains, ending at `root` or one of `otherRoots`.
     public init(root: Certificate, otherRoots: [Certificate] = [], chains: VerifiedChainCache? = VerifiedChainCache()) {
-        self.roots = [root] + otherRoots
+        self.init(policy: .appStore(roots: [root] + otherRoots), chains: chains)
+    }
+
+    public init(policy: ChainPolicy, chains: VerifiedChainCache? = VerifiedChainCache()) {
+        self.policy = policy
         self.chains = chains
     }
 
@@ -80,8 +108,9 @@ public struct JWSVerifier: Sendable {
         guard header.alg == "ES256" else {
             return .failure(.malformed("alg must be ES256, not \(header.alg ?? "missing")"))
         }
-        guard let chain = header.x5c, chain.count == 3 else {
-            return .failure(.malformed("x5c must hold exactly 3 certificates"))
+        let count = policy.certificateCount
+        guard let chain = header.x5c, chain.count == count else {
+            return .failure(.malformed("x5c must hold exactly \(count) certificate\(count == 1 ? "" : "s")"))
         }
         let signed: Signed<Payload>
         switch Self.signed(payload: payload, signature: signature, as: type) {
@@ -90,31 +119,51 @@ public struct JWSVerifier: Sendable {
         }
 
         var certificates: [Certificate] = []
-        for (index, entry) in chain.prefix(2).enumerated() {
+        for (index, entry) in chain.prefix(max(1, count - 1)).enumerated() {
             // x5c entries are standard base64 DER (RFC 7515 §4.1.6).
             guard let der = ByteEncoding.decodeBase64(entry), let certificate = try? Certificate(der: der) else {
                 return .failure(.badCertificate("x5c[\(index)] is not a DER certificate"))
             }
             certificates.append(certificate)
         }
-        let (leaf, intermediate) = (certificates[0], certificates[1])
-        var problem: String?
-        var trusted: Certificate?
-        for root in roots {
-            guard let found = CertificateChain.problem(leaf: leaf, intermediates: [intermediate], root: root, at: signed.time) else {
-                trusted = root
-                break
-            }
-            problem = problem ?? found
+        let verifiedChain: [Certificate]
+        switch Self.check(certificates, under: policy, at: signed.time) {
+        case .success(let chain): verifiedChain = chain
+        case .failure(let failure): return .failure(failure)
         }
-        guard let trusted else { return .failure(.badChain(problem ?? "no trusted root")) }
-        guard leaf.hasExtension(oid: Self.leafOID) else { return .failure(.missingOID("the leaf lacks \(Self.leafOID)")) }
-        guard intermediate.hasExtension(oid: Self.intermediateOID) else {
-            return .failure(.missingOID("the intermediate lacks \(Self.intermediateOID)"))
+        guard let key = verifiedChain[0].publicKey, key.isValidSignature(signed.signature, for: signingInput) else {
+            return .failure(.badSignature)
         }
-        guard let key = leaf.publicKey, key.isValidSignature(signed.signature, for: signingInput) else { return .failure(.badSignature) }
-        chains?.keep(VerifiedChainCache.Chain(certificates: [leaf, intermediate, trusted], key: key), under: headerBytes)
+        chains?.keep(VerifiedChainCache.Chain(certificates: verifiedChain, key: key), under: headerBytes)
         return .success(signed)
+    }
+
+    /// The chain `certificates` (the header's, without the root) make under `policy` at `time`,
+    /// leaf first and ending at the certificate trusted, or why there is none.
+    private static func check(_ certificates: [Certificate], under policy: ChainPolicy, at time: Date) -> Result<[Certificate], JWSFailure> {
+        switch policy {
+        case .appStore(let roots):
+            let (leaf, intermediate) = (certificates[0], certificates[1])
+            var problem: String?
+            for root in roots {
+                guard let found = CertificateChain.problem(leaf: leaf, intermediates: [intermediate], root: root, at: time) else {
+                    guard leaf.hasExtension(oid: leafOID) else { return .failure(.missingOID("the leaf lacks \(leafOID)")) }
+                    guard intermediate.hasExtension(oid: intermediateOID) else {
+                        return .failure(.missingOID("the intermediate lacks \(intermediateOID)"))
+                    }
+                    return .success([leaf, intermediate, root])
+                }
+                problem = problem ?? found
+            }
+            return .failure(.badChain(problem ?? "no trusted root"))
+        case .xcode(let pinned):
+            let only = certificates[0]
+            if let pinned, pinned.der != only.der { return .failure(.badChain("not the pinned StoreKit Test certificate")) }
+            if let problem = CertificateChain.problem(leaf: only, intermediates: [], root: only, at: time) {
+                return .failure(.badChain("the certificate is not self-signed and valid: \(problem)"))
+            }
+            return .success([only])
+        }
     }
 
     /// A payload read for the one field every App Store payload carries that the verification

@@ -15,9 +15,12 @@ public struct XcodeTransactionVerifier: Sendable {
     /// The StoreKit Test certificate exported from Xcode (Editor ▸ Save Public Certificate); nil
     /// accepts any self-signed one.
     public let pinned: Certificate?
+    /// The one verifier, under Xcode's chain policy.
+    private let jws: JWSVerifier
 
     public init(pinned: Certificate?) {
         self.pinned = pinned
+        self.jws = JWSVerifier(policy: .xcode(pinned: pinned))
     }
 
     /// Whether `jws` has Xcode's shape (a header whose `x5c` holds one certificate): only such
@@ -39,37 +42,18 @@ public struct XcodeTransactionVerifier: Sendable {
         }
     }
 
-    /// The transaction, its environment recorded as `Sandbox`, or why not.
+    /// The transaction, its environment recorded as `Sandbox`, or why not: the chain, the date
+    /// and the signature as `JWSVerifier` checks them under Xcode's policy, then an environment
+    /// of `Xcode` (one self-signed certificate never vouches for another) and this app's bundle.
     func verify(_ jws: String, bundleID: String) -> Result<SignedTransaction, JWSFailure> {
-        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let header = JWSHeader.of(parts[0]) else { return .failure(.malformed("the header is not base64url JSON")) }
-        guard header.alg == "ES256" else { return .failure(.malformed("alg must be ES256")) }
-        guard let chain = header.x5c, chain.count == 1 else { return .failure(.malformed("an Xcode x5c holds one certificate")) }
-        guard let payload = ByteEncoding.decodeBase64(parts[1]),
-            var transaction = UpstreamJSON.decode(SignedTransaction.self, from: payload)
-        else { return .failure(.malformed("the payload is not a transaction")) }
-        guard Double(transaction.signedDate) <= JWSVerifier.signedDateRange.upperBound, transaction.signedDate >= 0 else {
-            return .failure(.malformed("signedDate must be milliseconds between 1970 and 2100"))
+        self.jws.verify(jws, as: SignedTransaction.self).flatMap { verified in
+            var transaction = verified.payload
+            guard transaction.environment == .xcode else {
+                return .failure(.malformed("one self-signed certificate signs only environment Xcode, not \(transaction.environment)"))
+            }
+            guard transaction.bundleId == bundleID else { return .failure(.wrongBundle(expected: bundleID, actual: transaction.bundleId)) }
+            transaction.environment = .sandbox
+            return .success(transaction)
         }
-        guard transaction.environment == .xcode else {
-            return .failure(.malformed("one self-signed certificate signs only environment Xcode, not \(transaction.environment)"))
-        }
-        guard let signature = ByteEncoding.decodeBase64(parts[2]), signature.count == 64 else {
-            return .failure(.malformed("the signature is not 64 bytes of base64url"))
-        }
-        guard let der = ByteEncoding.decodeBase64(chain[0]), let certificate = try? Certificate(der: der) else {
-            return .failure(.badCertificate("x5c[0] is not a DER certificate"))
-        }
-        if let pinned, pinned.der != certificate.der { return .failure(.badChain("not the pinned StoreKit Test certificate")) }
-        let signedAt = Date(timeIntervalSince1970: Double(transaction.signedDate) / 1000)
-        if let problem = CertificateChain.problem(leaf: certificate, intermediates: [], root: certificate, at: signedAt) {
-            return .failure(.badChain("the certificate is not self-signed and valid: \(problem)"))
-        }
-        guard let key = certificate.publicKey, key.isValidSignature(signature, for: Array("\(parts[0]).\(parts[1])".utf8)) else {
-            return .failure(.badSignature)
-        }
-        guard transaction.bundleId == bundleID else { return .failure(.wrongBundle(expected: bundleID, actual: transaction.bundleId)) }
-        transaction.environment = .sandbox
-        return .success(transaction)
     }
 }

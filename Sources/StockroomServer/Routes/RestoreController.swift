@@ -85,7 +85,7 @@ struct RestoreBody: Sendable {
         case (nil, nil): throw .badRequest("Send exactly one of signedTransaction and transactionId.")
         case (.some, .some): throw .badRequest("Send exactly one of signedTransaction and transactionId, not both.")
         case (.some(let jws), nil):
-            guard jws.split(separator: ".", omittingEmptySubsequences: false).count == 3, jws.utf8.count <= 64 * 1024 else {
+            guard JWSVerifier.isCompact(jws) else {
                 throw .badRequest("signedTransaction is not a compact JWS.")
             }
             return RestoreBody(proof: .signedTransaction(jws), appAccountToken: fields.appAccountToken)
