@@ -297,6 +297,8 @@ import Testing
         (#"{"productId": "com.example.book", "receiptData": "QUJD!"}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book", "receiptData": "QUJD=QUJD"}"#, .forbidden, "receipt_malformed"),
         (#"{"productId": "com.example.book", "receiptData": "AAAA", "transactionId": "../x"}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "receiptData": "AAAA", "transactionId": ".."}"#, .badRequest, "bad_request"),
+        (#"{"productId": "com.example.book", "receiptData": "AAAA", "originalTransactionId": "1.2"}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book", "signedTransaction": "not-a-jws"}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book", "signedTransaction": "a.b"}"#, .badRequest, "bad_request"),
         (#"{"productId": "com.example.book", "signedTransaction": "a.b.c.d"}"#, .badRequest, "bad_request"),

@@ -86,13 +86,9 @@ public final class AppStoreServerAPIClient: Sendable {
         return lookup
     }
 
-    /// Apple's transaction IDs are digits; anything that is not a short URL-safe word is no ID.
+    /// Whether `text` may go into a URL as a transaction ID (`TransactionID`'s rule).
     static func isTransactionID(_ text: String) -> Bool {
-        (1...64).contains(text.utf8.count)
-            && text.utf8.allSatisfy { byte in
-                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-            }
+        TransactionID.isValid(text)
     }
 
     /// Get Transaction Info: production first, the sandbox on 4040010; what `exchange` calls

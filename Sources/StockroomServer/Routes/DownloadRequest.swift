@@ -42,10 +42,10 @@ struct DownloadRequest: Sendable {
             throw .badRequest("productId must be 1–255 reverse-DNS characters (letters, digits, \".\", \"-\", \"_\").")
         }
         if let transactionID = body.transactionId, !TransactionID.isValid(transactionID) {
-            throw .badRequest("transactionId must be 1–64 letters, digits, \".\", \"-\" or \"_\".")
+            throw .badRequest("transactionId must be \(TransactionID.rule).")
         }
         if let original = body.originalTransactionId, !TransactionID.isValid(original) {
-            throw .badRequest("originalTransactionId must be 1–64 letters, digits, \".\", \"-\" or \"_\".")
+            throw .badRequest("originalTransactionId must be \(TransactionID.rule).")
         }
         if let token = body.appAccountToken, UUID(uuidString: token) == nil { throw .badRequest("appAccountToken must be a UUID.") }
         switch (body.receiptData, body.signedTransaction) {

@@ -90,7 +90,7 @@ struct RestoreBody: Sendable {
             }
             return RestoreBody(proof: .signedTransaction(jws), appAccountToken: fields.appAccountToken)
         case (nil, .some(let id)):
-            guard TransactionID.isValid(id) else { throw .badRequest("transactionId must be 1–64 letters, digits, \".\", \"-\" or \"_\".") }
+            guard TransactionID.isValid(id) else { throw .badRequest("transactionId must be \(TransactionID.rule).") }
             return RestoreBody(proof: .transactionID(id), appAccountToken: fields.appAccountToken)
         }
     }
