@@ -13,10 +13,10 @@ extension PostgresLedger {
                 try await fetch(.everyRow(of: type, orderedBy: order), as: type, on: connection)
             }
             var archive = LedgerArchive()
-            archive.fulfilments = try await rows(Fulfilment.self, "transaction_id")
+            archive.fulfilments = try await rows(Fulfilment.self, LedgerDialect.postgres.bytewise("transaction_id"))
             archive.attempts = try await rows(DownloadAttempt.self, "id")
             archive.pendingProofs = try await rows(PendingProof.self, "id")
-            archive.notifications = try await rows(NotificationRecord.self, "notification_uuid")
+            archive.notifications = try await rows(NotificationRecord.self, LedgerDialect.postgres.bytewise("notification_uuid"))
             archive.serverCalls = try await rows(ServerCall.self, "id")
             return archive
         }

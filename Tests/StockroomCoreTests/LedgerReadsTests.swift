@@ -18,6 +18,48 @@ import Testing
             acknowledgedAt: nil, revokedAt: nil, revokedByOperatorAt: nil, revokedByRefundAt: nil)
     }
 
+    /// IDs list in one order on both engines whatever the database's collation: a PostgreSQL
+    /// database under `en-US` (the usual production locale, which sorts `a` before `B`) lists
+    /// the console's page, the product tallies, a purchase's notifications and an export as
+    /// SQLite does, in byte order.
+    @Test func idsSortInByteOrderOnAPostgreSQLDatabaseWithALocaleCollation() async throws {
+        let at = Date(timeIntervalSince1970: 1_800_000_000)
+        let ids = ["b", "A", "a", "B"]
+        @Sendable func fill(_ runner: any LedgerStatementRunner) async throws {
+            for id in ids {
+                // One creation time, so that the page's order falls to the IDs; tallies tie on counts.
+                try await runner.execute(.insert(Self.row(id, productID: "com.example.\(id)", createdAt: at)))
+                let notification = NotificationRecord(
+                    uuid: "\(id)-0000", type: "REFUND", subtype: nil, transactionID: "b", originalTransactionID: "b", signedPayload: "x",
+                    outcome: "applied", receivedAt: at)
+                _ = try await runner.execute(.insert(notification))
+            }
+        }
+        @Sendable func orders(_ ledger: any Ledger) async throws -> [[String]] {
+            [
+                try await ledger.fulfilmentPage(FulfilmentPageQuery(pageSize: 10)).rows.map(\.transactionID),
+                try await ledger.productTallies(limit: 10).top.map(\.productID),
+                try await ledger.notifications(transactionID: "b", originalTransactionID: "b", limit: 10).map(\.uuid),
+            ]
+        }
+        let sqlite = try await TestLedger.with(.sqlite) { test in
+            try await fill(try #require(test.ledger as? any LedgerStatementRunner))
+            return try await orders(test.ledger)
+        }
+        #expect(sqlite[0] == ["b", "a", "B", "A"], "byte order, descending")
+        #expect(sqlite[1] == ["com.example.A", "com.example.B", "com.example.a", "com.example.b"])
+        #expect(sqlite[2] == ["A-0000", "B-0000", "a-0000", "b-0000"])
+        let (postgres, exported) = try await ScratchPostgres.withLedger(collation: "en-US") { ledger in
+            try await fill(ledger)
+            // The database does sort by its locale: without the byte order, "a" comes before "B".
+            let byLocale = try await ledger.database.client.query("SELECT product_id FROM fulfilments ORDER BY product_id").collect()
+            #expect(try byLocale.map { try $0.decode(String.self) } == ["com.example.a", "com.example.A", "com.example.b", "com.example.B"])
+            return (try await orders(ledger), try await ledger.archive().fulfilments.map(\.transactionID))
+        }
+        #expect(postgres == sqlite)
+        #expect(exported == ["A", "B", "a", "b"], "an export lists its rows in byte order too")
+    }
+
     /// The views' filters, order and bounds read alike on both engines (one SQL text each): a
     /// negative limit lists nothing (SQLite read it as no limit at all while each engine wrote
     /// its own reads), an empty set of states matches no row, and a page counts every match.

@@ -29,7 +29,7 @@ extension LedgerStatement {
 
     /// A console page of fulfilments, newest first, each row with how many match in all (`total`,
     /// counted in the same read), and that count alone (`count`) for a page past the last.
-    public static func fulfilmentPage(_ query: FulfilmentPageQuery) -> (page: LedgerStatement, count: LedgerStatement) {
+    public static func fulfilmentPage(_ query: FulfilmentPageQuery, _ dialect: LedgerDialect) -> (page: LedgerStatement, count: LedgerStatement) {
         var filters = Filters()
         if let state = query.state { filters.add("state = ?", [state]) }
         if let productID = query.productID { filters.add("product_id = ?", [productID]) }
@@ -37,7 +37,7 @@ extension LedgerStatement {
         if let to = query.to { filters.add("created_at < ?", [to]) }
         return (
             filters.statement(
-                "SELECT *, COUNT(*) OVER () AS total FROM fulfilments", then: "ORDER BY created_at DESC, transaction_id DESC LIMIT ? OFFSET ?",
+                "SELECT *, COUNT(*) OVER () AS total FROM fulfilments", then: "ORDER BY created_at DESC, \(dialect.bytewise("transaction_id")) DESC LIMIT ? OFFSET ?",
                 [query.pageSize, query.offset]),
             filters.statement("SELECT COUNT(*) AS count FROM fulfilments")
         )
@@ -49,14 +49,14 @@ extension LedgerStatement {
     /// The `limit` products with most fulfilments (`name`, `count`, `bytes`), each row with the
     /// ledger's totals counted in the same read (`total_count`, `total_bytes`); `totals` alone
     /// (`name` NULL) when no product is listed.
-    public static func productTallies(limit: Int) -> (top: LedgerStatement, totals: LedgerStatement) {
+    public static func productTallies(limit: Int, _ dialect: LedgerDialect) -> (top: LedgerStatement, totals: LedgerStatement) {
         let bytes = "CAST(COALESCE(SUM(bytes_delivered), 0) AS BIGINT)"
         return (
             LedgerStatement(
                 """
                 SELECT product_id AS name, COUNT(*) AS count, \(bytes) AS bytes, CAST(SUM(COUNT(*)) OVER () AS BIGINT) AS total_count,
                   CAST(SUM(SUM(bytes_delivered)) OVER () AS BIGINT) AS total_bytes
-                FROM fulfilments GROUP BY product_id ORDER BY COUNT(*) DESC, product_id LIMIT ?1
+                FROM fulfilments GROUP BY product_id ORDER BY COUNT(*) DESC, \(dialect.bytewise("product_id")) LIMIT ?1
                 """, [max(0, limit)]),
             LedgerStatement("SELECT NULL AS name, 0 AS count, 0 AS bytes, COUNT(*) AS total_count, \(bytes) AS total_bytes FROM fulfilments", [])
         )
@@ -153,11 +153,11 @@ extension LedgerStatement {
     }
 
     /// Notifications naming the transaction or its purchase, newest first.
-    public static func notifications(transactionID: String, originalTransactionID: String, limit: Int) -> LedgerStatement {
+    public static func notifications(transactionID: String, originalTransactionID: String, limit: Int, _ dialect: LedgerDialect) -> LedgerStatement {
         LedgerStatement(
             """
             SELECT * FROM notifications WHERE transaction_id = ?1 OR original_transaction_id = ?2 OR transaction_id = ?2
-            ORDER BY received_at DESC, notification_uuid LIMIT ?3
+            ORDER BY received_at DESC, \(dialect.bytewise("notification_uuid")) LIMIT ?3
             """, [transactionID, originalTransactionID, max(0, limit)])
     }
 }

@@ -52,7 +52,7 @@ extension LedgerViews where Self: LedgerStatementRunner {
     }
 
     public func productTallies(limit: Int) async throws -> ProductTallies {
-        let statements = LedgerStatement.productTallies(limit: limit)
+        let statements = LedgerStatement.productTallies(limit: limit, dialect)
         var rows = try await fetch(statements.top, as: ProductTallyRow.self)
         // No product listed: an empty ledger (totals 0), or a limit of 0, which lists none.
         if rows.isEmpty, limit > 0 { return ProductTallies(top: [], fulfilments: 0, bytesDelivered: 0) }
@@ -61,7 +61,7 @@ extension LedgerViews where Self: LedgerStatementRunner {
     }
 
     public func fulfilmentPage(_ query: FulfilmentPageQuery) async throws -> FulfilmentPage {
-        let statements = LedgerStatement.fulfilmentPage(query)
+        let statements = LedgerStatement.fulfilmentPage(query, dialect)
         let page = try await fetch(statements.page, as: Paged<Fulfilment>.self)
         // An empty first page: nothing matches. Past the last page, the total is counted alone.
         guard let first = page.first else { return FulfilmentPage(rows: [], total: query.offset == 0 ? 0 : try await count(statements.count)) }
@@ -69,7 +69,8 @@ extension LedgerViews where Self: LedgerStatementRunner {
     }
 
     public func notifications(transactionID: String, originalTransactionID: String, limit: Int) async throws -> [NotificationRecord] {
-        let statement = LedgerStatement.notifications(transactionID: transactionID, originalTransactionID: originalTransactionID, limit: limit)
+        let statement = LedgerStatement.notifications(
+            transactionID: transactionID, originalTransactionID: originalTransactionID, limit: limit, dialect)
         return try await fetch(statement, as: NotificationRecord.self)
     }
 }

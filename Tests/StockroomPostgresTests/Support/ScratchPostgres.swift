@@ -30,11 +30,16 @@ public enum ScratchPostgres {
     }
 
     /// Creates a fresh database, runs `body` with its address, and drops it afterwards, also
-    /// when `body` throws.
-    public static func withDatabase<Value: Sendable>(_ body: (PostgresAddress) async throws -> Value) async throws -> Value {
+    /// when `body` throws. `collation`, an ICU locale (`en-US`), gives the database that
+    /// collation, as a production database created under `en_US.UTF-8` sorts text; nil keeps the
+    /// cluster's `C.UTF-8`.
+    public static func withDatabase<Value: Sendable>(
+        collation: String? = nil, _ body: (PostgresAddress) async throws -> Value
+    ) async throws -> Value {
         let cluster = try cluster()
         let name = "stockroom_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        try await admin(cluster, "CREATE DATABASE \(name)")
+        let locale = collation.map { " TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '\($0)'" } ?? ""
+        try await admin(cluster, "CREATE DATABASE \(name)\(locale)")
         do {
             let value = try await body(cluster.database(name))
             try await admin(cluster, "DROP DATABASE \(name) WITH (FORCE)")
@@ -48,9 +53,10 @@ public enum ScratchPostgres {
     /// A ledger on a fresh database, its pool running for `body`. The lease timeout is long: a
     /// loaded test machine is slow, not a lost database (the outage tests pass their own).
     public static func withLedger<Value: Sendable>(
-        leaseTimeout: Duration = .seconds(30), finishOn: FinishTrigger? = nil, _ body: @Sendable (PostgresLedger) async throws -> Value
+        leaseTimeout: Duration = .seconds(30), finishOn: FinishTrigger? = nil, collation: String? = nil,
+        _ body: @Sendable (PostgresLedger) async throws -> Value
     ) async throws -> Value {
-        try await withDatabase { address in
+        try await withDatabase(collation: collation) { address in
             try await PostgresPool(address: address, poolSize: 4, leaseTimeout: leaseTimeout, logger: quiet).running { database in
                 try await body(PostgresLedger(database: database, finishOn: finishOn))
             }
