@@ -1,10 +1,10 @@
-import StockroomCore
+import Foundation
 
 /// The consumption answer for a refund request, built from what the ledger knows: Apple's
 /// `ConsumptionRequest`, sent only with the customer's consent on record.
 ///
 /// See https://developer.apple.com/documentation/appstoreserverapi/consumptionrequest
-enum ConsumptionAnswer {
+public enum ConsumptionAnswer {
     /// The answer for `row` (nil: the transaction never reached the ledger).
     ///
     /// - `DELIVERED` once a whole copy went out (delivered or acknowledged, even if later revoked);
@@ -15,7 +15,7 @@ enum ConsumptionAnswer {
     ///   tell whether the download failed, so it never claims an outage of its own.
     /// `consumptionPercentage` is 0 when nothing was delivered (Apple refuses anything else then)
     /// and is left out when it is not known; never for auto-renewable subscriptions.
-    static func build(
+    public static func build(
         row: Fulfilment?, pendingProof: Bool, product: Product?, refundPreference: ConsumptionInformation.RefundPreference?,
         contentHandedOff: Bool = false
     ) -> ConsumptionInformation {
