@@ -72,7 +72,7 @@ enum UpstreamHarness {
 }
 
 /// An upstream that answers every request with one response.
-struct CannedUpstream: HTTPTransport {
+struct CannedUpstream: UpstreamTransport {
     let response: UpstreamResponse
 
     init(_ response: UpstreamResponse) { self.response = response }

@@ -13,7 +13,7 @@ struct DecisionBench {
         let folder = NSTemporaryDirectory() + "stockroom-decision-bench-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let ledger = SQLiteLedger(database: try AppDatabase(path: folder + "/ledger.sqlite"))
+        let ledger = SQLiteLedger(database: try SQLiteDatabase(path: folder + "/ledger.sqlite"))
         let chain = try SigningChain()
         let verifier = SignedTransactionVerifier(root: chain.root, bundleID: "com.example.stockroom.demo", environment: nil)
         let product = "com.example.stockroom.demo.book1"

@@ -15,7 +15,7 @@ public final class PostgresPool: Service, Sendable {
     /// The database the pool connects to.
     public let address: PostgresAddress
     /// How long a call waits for a pooled connection before it is `LedgerUnavailable`.
-    public let leaseTimeout: Duration
+    public let checkoutTimeout: Duration
     /// How long a call may run on its connection before it is cut and `LedgerUnavailable`; the
     /// ledger's export, import and migrations are not bounded.
     public let callTimeout: Duration
@@ -30,7 +30,7 @@ public final class PostgresPool: Service, Sendable {
     /// brought up to date already (the server does it before it starts); otherwise the first
     /// call does it.
     public init(
-        address: PostgresAddress, poolSize: Int, leaseTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30), migrated: Bool = false,
+        address: PostgresAddress, poolSize: Int, checkoutTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30), migrated: Bool = false,
         logger: Logger
     ) {
         var logger = logger
@@ -38,7 +38,7 @@ public final class PostgresPool: Service, Sendable {
         if logger.logLevel < .notice { logger.logLevel = .notice }
         self.client = PostgresClient(configuration: Self.configuration(address, poolSize: poolSize), backgroundLogger: logger)
         self.address = address
-        self.leaseTimeout = leaseTimeout
+        self.checkoutTimeout = checkoutTimeout
         self.callTimeout = callTimeout
         self.logger = logger
         self.schema = SchemaGate(migrated: migrated)
@@ -136,21 +136,21 @@ public final class PostgresPool: Service, Sendable {
         }
     }
 
-    /// `body` on a pooled connection; waiting longer than `leaseTimeout` for one is
-    /// `LedgerUnavailable` (`LeaseCall`: the caller never waits on the pool past it), and a lease
+    /// `body` on a pooled connection; waiting longer than `checkoutTimeout` for one is
+    /// `LedgerUnavailable` (`PooledCall`: the caller never waits on the pool past it), and a checkout
     /// that comes later is given back untouched. While the database is known lost, calls wait
-    /// only `outageLeaseTimeout`, so a 503 comes quickly. A `bounded` call still running on its
+    /// only `outageCheckoutTimeout`, so a 503 comes quickly. A `bounded` call still running on its
     /// connection after `callTimeout`, or about a second after that connection closed, is
     /// `LedgerUnavailable` too, and its connection is closed.
     func withConnection<Value: Sendable>(bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws
         -> Value
     {
-        let timeout = outage.isLost ? min(leaseTimeout, Self.outageLeaseTimeout) : leaseTimeout
+        let timeout = outage.isLost ? min(checkoutTimeout, Self.outageCheckoutTimeout) : checkoutTimeout
         do {
-            let value = try await LeaseCall<Value>.answer(within: timeout, callTimeout: bounded ? callTimeout : nil) { call in
+            let value = try await PooledCall<Value>.answer(within: timeout, callTimeout: bounded ? callTimeout : nil) { call in
                 try await self.client.withConnection { connection in
-                    let leased = call.lease(cutting: { let _: EventLoopFuture<Void> = connection.close() }, isClosed: { connection.isClosed })
-                    guard leased else { throw CancellationError() }
+                    let checkedOut = call.checkout(cutting: { let _: EventLoopFuture<Void> = connection.close() }, isClosed: { connection.isClosed })
+                    guard checkedOut else { throw CancellationError() }
                     defer { call.release() }
                     // The pool can hand out a connection the database has just closed (it hears
                     // of the close later), and a query on it is never answered: another is tried.
@@ -172,7 +172,7 @@ public final class PostgresPool: Service, Sendable {
     }
 
     /// How long a call waits for a connection while the database is known lost.
-    static let outageLeaseTimeout: Duration = .milliseconds(500)
+    static let outageCheckoutTimeout: Duration = .milliseconds(500)
 
     static func configuration(_ address: PostgresAddress, poolSize: Int) -> PostgresClient.Configuration {
         let tls: PostgresClient.Configuration.TLS =

@@ -6,11 +6,11 @@ import GRDB
 /// writer is the purchase's lock) that re-reads the rows it depends on, so a refund or an
 /// operator's revocation that lands meanwhile is seen. Reads run on the reader pool, never the writer.
 public struct SQLiteLedger: Ledger, LedgerStatementRunner {
-    public let database: AppDatabase
+    public let database: SQLiteDatabase
     /// When set, a transaction reaching this point is queued for Finish Transaction in the same write.
     public let finishOn: FinishTrigger?
 
-    public init(database: AppDatabase, finishOn: FinishTrigger? = nil) {
+    public init(database: SQLiteDatabase, finishOn: FinishTrigger? = nil) {
         self.database = database
         self.finishOn = finishOn
     }

@@ -202,14 +202,14 @@ public func buildApplication(
 func openLedger(_ configuration: ServerConfiguration, finishOn: FinishTrigger? = nil, logger: Logger) async throws -> (any Ledger, [any Service]) {
     guard configuration.usesPostgres else {
         do {
-            return (SQLiteLedger(database: try AppDatabase(path: configuration.databasePath), finishOn: finishOn), [])
+            return (SQLiteLedger(database: try SQLiteDatabase(path: configuration.databaseLocation), finishOn: finishOn), [])
         } catch {
-            throw StartupError.database(path: configuration.databasePath, reason: "\(error)")
+            throw StartupError.database(path: configuration.databaseLocation, reason: "\(error)")
         }
     }
     let address: PostgresAddress
     do {
-        address = try PostgresAddress(url: configuration.databasePath)
+        address = try PostgresAddress(url: configuration.databaseLocation)
     } catch {
         throw StartupError.database(path: "postgres://…", reason: error.description)
     }
@@ -228,7 +228,7 @@ func openLedger(_ configuration: ServerConfiguration, finishOn: FinishTrigger? =
             metadata: ["file": .string(configuration.tokenSecretPath)])
     }
     let database = PostgresPool(
-        address: address, poolSize: configuration.databasePoolSize, leaseTimeout: configuration.databaseTimeout, migrated: true, logger: logger)
+        address: address, poolSize: configuration.databasePoolSize, checkoutTimeout: configuration.databaseTimeout, migrated: true, logger: logger)
     logger.info("ledger on PostgreSQL", metadata: ["database": .string(address.description), "pool": .stringConvertible(configuration.databasePoolSize)])
     return (PostgresLedger(database: database, finishOn: finishOn), [database])
 }

@@ -54,24 +54,24 @@ struct LedgerCommand: AsyncParsableCommand {
             if configuration.usesPostgres {
                 fail("a PostgreSQL ledger is backed up with pg_dump (see deploy/POSTGRESQL.md), not with ledger backup")
             }
-            guard FileManager.default.fileExists(atPath: configuration.databasePath) else {
-                fail("no ledger at \(configuration.databasePath); pass --database or set STOCKROOM_DATABASE")
+            guard FileManager.default.fileExists(atPath: configuration.databaseLocation) else {
+                fail("no ledger at \(configuration.databaseLocation); pass --database or set STOCKROOM_DATABASE")
             }
             let started = ContinuousClock.now
-            let backup: AppDatabase.Backup
+            let backup: SQLiteDatabase.Backup
             do {
-                backup = try await AppDatabase.backup(path: configuration.databasePath, to: path) { copy in
+                backup = try await SQLiteDatabase.backup(path: configuration.databaseLocation, to: path) { copy in
                     let problems = try await LedgerStore.archive(copy).problems
                     guard problems.isEmpty else { throw LedgerArchive.Malformed(description: problems.joined(separator: "; ")) }
                 }
-            } catch let failure as AppDatabase.BackupFailure {
+            } catch let failure as SQLiteDatabase.BackupFailure {
                 fail("no backup: \(failure)")
             } catch let failure as LedgerArchive.Malformed {
                 fail("no backup: the copy breaks the ledger's invariants: \(failure.description)")
             }
             let elapsed = ContinuousClock.now - started
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            print("backed up \(configuration.databasePath) to \(path): \(backup.fulfilments) fulfilments, \(backup.bytes) bytes, " + String(format: "%.2f s", seconds))
+            print("backed up \(configuration.databaseLocation) to \(path): \(backup.fulfilments) fulfilments, \(backup.bytes) bytes, " + String(format: "%.2f s", seconds))
         }
     }
 
@@ -134,7 +134,7 @@ struct LedgerCommand: AsyncParsableCommand {
 /// The ledger behind `--database`, as whole rows: GRDB records on SQLite, `PostgresLedger`'s
 /// archive on PostgreSQL.
 enum LedgerStore {
-    case sqlite(AppDatabase)
+    case sqlite(SQLiteDatabase)
     case postgres(PostgresLedger)
 
     /// Opens the configured ledger; a missing SQLite file is an error unless `creating`.
@@ -143,10 +143,10 @@ enum LedgerStore {
         if configuration.usesPostgres {
             return .postgres(OperatorContext.postgresLedger(configuration))
         }
-        if !creating, !FileManager.default.fileExists(atPath: configuration.databasePath) {
-            fail("no ledger at \(configuration.databasePath); pass --database or set STOCKROOM_DATABASE")
+        if !creating, !FileManager.default.fileExists(atPath: configuration.databaseLocation) {
+            fail("no ledger at \(configuration.databaseLocation); pass --database or set STOCKROOM_DATABASE")
         }
-        return .sqlite(try AppDatabase(path: configuration.databasePath))
+        return .sqlite(try SQLiteDatabase(path: configuration.databaseLocation))
     }
 
     func archive() async throws -> LedgerArchive {

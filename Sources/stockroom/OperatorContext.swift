@@ -23,13 +23,13 @@ struct OperatorContext {
             ledger = Self.postgresLedger(configuration)
             return
         }
-        guard FileManager.default.fileExists(atPath: configuration.databasePath) else {
-            fail("no ledger at \(configuration.databasePath); pass --database or set STOCKROOM_DATABASE")
+        guard FileManager.default.fileExists(atPath: configuration.databaseLocation) else {
+            fail("no ledger at \(configuration.databaseLocation); pass --database or set STOCKROOM_DATABASE")
         }
         do {
-            ledger = SQLiteLedger(database: try AppDatabase(path: configuration.databasePath))
+            ledger = SQLiteLedger(database: try SQLiteDatabase(path: configuration.databaseLocation))
         } catch {
-            fail("the ledger \(configuration.databasePath) cannot be opened: \(error)")
+            fail("the ledger \(configuration.databaseLocation) cannot be opened: \(error)")
         }
     }
 
@@ -37,13 +37,13 @@ struct OperatorContext {
     static func postgresLedger(_ configuration: ServerConfiguration) -> PostgresLedger {
         let address: PostgresAddress
         do {
-            address = try PostgresAddress(url: configuration.databasePath)
+            address = try PostgresAddress(url: configuration.databaseLocation)
         } catch {
             fail("--database: \(error)")
         }
         var logger = Logger(label: "stockroom.ledger")
         logger.logLevel = .critical
-        let database = PostgresPool(address: address, poolSize: configuration.databasePoolSize, leaseTimeout: configuration.databaseTimeout, logger: logger)
+        let database = PostgresPool(address: address, poolSize: configuration.databasePoolSize, checkoutTimeout: configuration.databaseTimeout, logger: logger)
         // The command's one background task: the pool, until the process exits.
         Task { try await database.run() }
         return PostgresLedger(database: database)

@@ -62,7 +62,7 @@ struct ServerOptions: ParsableArguments {
                     throw ValidationError("--database: \(error.description)")
                 }
             }
-            configuration.databasePath = database
+            configuration.databaseLocation = database
         }
         if let text = value(databasePool.map(String.init), "DATABASE_POOL") {
             guard let size = Int(text), (1...1000).contains(size) else {

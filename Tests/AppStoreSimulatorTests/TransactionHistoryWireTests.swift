@@ -136,7 +136,7 @@ import Testing
 }
 
 /// A hostile upstream (it cannot run here otherwise): every page says `hasMore` with a new revision.
-private struct EndlessHistory: HTTPTransport {
+private struct EndlessHistory: UpstreamTransport {
     static let calls = Counter()
 
     func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {

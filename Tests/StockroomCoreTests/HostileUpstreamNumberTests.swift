@@ -8,7 +8,7 @@ import Testing
 @Suite struct HostileUpstreamNumberTests {
     /// An upstream that answers every request with the same canned response. A fake because the
     /// simulator cannot be made to send numbers Apple never would.
-    final class CannedTransport: HTTPTransport {
+    final class CannedTransport: UpstreamTransport {
         let response: UpstreamResponse
         init(status: Int = 200, headers: [String: String] = [:], body: String) {
             response = UpstreamResponse(status: status, headers: headers, body: Array(body.utf8))

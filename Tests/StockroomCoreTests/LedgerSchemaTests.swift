@@ -23,7 +23,7 @@ import Testing
 
     @Test func aFreshLedgerHasTheSameSchemaOnBothEngines() async throws {
         let folder = try TemporaryFolder()
-        let sqlite = try AppDatabase(path: folder.path + "/ledger.sqlite")
+        let sqlite = try SQLiteDatabase(path: folder.path + "/ledger.sqlite")
         let (sqliteColumns, sqliteIndexes) = try await sqlite.writer.read { db in
             let tables = try String.fetchAll(
                 db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations' ORDER BY name")
@@ -42,7 +42,7 @@ import Testing
         withExtendedLifetime(folder) {}
         let (postgresColumns, postgresIndexes) = try await ScratchPostgres.withDatabase { address in
             try await PostgresPool.migrate(address: address, logger: ScratchPostgres.quiet)
-            return try await PostgresPool(address: address, poolSize: 1, leaseTimeout: .seconds(30), logger: ScratchPostgres.quiet).running { database in
+            return try await PostgresPool(address: address, poolSize: 1, checkoutTimeout: .seconds(30), logger: ScratchPostgres.quiet).running { database in
                 var columns: [Column] = []
                 let rows = try await database.client.query(
                     """

@@ -210,7 +210,7 @@ import Testing
         let folder = try TemporaryFolder()
         let path = folder.path + "/ledger.sqlite"
         _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644])
-        let ledger = SQLiteLedger(database: try AppDatabase(path: path))
+        let ledger = SQLiteLedger(database: try SQLiteDatabase(path: path))
         _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
         for file in [path, path + "-wal"] where FileManager.default.fileExists(atPath: file) {
             let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
@@ -223,7 +223,7 @@ import Testing
         let path = folder.path + "/old.sqlite"
         // A ledger as version 3 of the schema left it.
         let queue = try DatabaseQueue(path: path)
-        try AppDatabase.migrator.migrate(queue, upTo: "v3: App Store notifications")
+        try SQLiteDatabase.migrator.migrate(queue, upTo: "v3: App Store notifications")
         try await queue.write { db in
             for (id, state, error) in [("1", "pending", "down"), ("2", "verified", nil), ("3", "revoked", "revoked by operator: fraud"), ("4", "revoked", "refunded")] {
                 try db.execute(
@@ -235,7 +235,7 @@ import Testing
             }
         }
         try queue.close()
-        let ledger = SQLiteLedger(database: try AppDatabase(path: path))
+        let ledger = SQLiteLedger(database: try SQLiteDatabase(path: path))
         #expect(try await ledger.fulfilment("1") == nil, "an unverified row is no entitlement")
         let kept = try await ledger.pendingProofs(status: .pending, limit: 10)
         #expect(kept.map(\.transactionID) == ["1"])

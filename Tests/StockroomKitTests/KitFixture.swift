@@ -48,7 +48,7 @@ struct KitFixture: Sendable {
             configuration.port = 0
             configuration.catalogFolder = root.path + "/catalog"
             configuration.contentFolder = root.path + "/content"
-            configuration.databasePath = root.path + "/stockroom.sqlite"
+            configuration.databaseLocation = root.path + "/stockroom.sqlite"
             configuration.headerTimeout = .seconds(120)
             configuration.logLevel = .warning
             configuration.upstream = .url(control.baseURL)
@@ -66,7 +66,7 @@ struct KitFixture: Sendable {
                 let port = try #require(client.port)
                 let proxy = try TCPProxy(upstreamPort: port)
                 defer { proxy.stop() }
-                let ledger = SQLiteLedger(database: try AppDatabase(path: configured.databasePath))
+                let ledger = SQLiteLedger(database: try SQLiteDatabase(path: configured.databaseLocation))
                 let fixture = KitFixture(
                     control: control, proxy: proxy, direct: URL(string: "http://127.0.0.1:\(port)")!, ledger: ledger, folder: try TemporaryFolder())
                 let value = try await body(fixture)

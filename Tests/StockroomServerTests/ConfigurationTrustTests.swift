@@ -42,7 +42,7 @@ import Testing
         } throws: { error in
             "\(error)" == #"the built-in simulator (--upstream simulator) is a test tool and serves only a loopback --host (127.0.0.1, ::1, localhost), not "\#(host)""#
         }
-        #expect(!FileManager.default.fileExists(atPath: fixture.configuration.databasePath), "refused before the ledger is created")
+        #expect(!FileManager.default.fileExists(atPath: fixture.configuration.databaseLocation), "refused before the ledger is created")
     }
 
     @Test func loopbackHostsAreExactlyTheLocalOnes() {

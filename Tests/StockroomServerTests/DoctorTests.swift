@@ -37,26 +37,26 @@ import Testing
                 "catalogue", "trust root \(rootFile)", "Server API key", "shared secret", "database", "disk space", "upstream", "clock",
             ])
             #expect(findings[0].detail.hasPrefix("2 products"))
-            #expect(!FileManager.default.fileExists(atPath: server.configuration.databasePath))
+            #expect(!FileManager.default.fileExists(atPath: server.configuration.databaseLocation))
             #expect(!FileManager.default.fileExists(atPath: server.configuration.digestCachePath))
         }
     }
 
     @Test func anExistingLedgerIsCheckedForWritesAndLeftAsItWas() async throws {
         try await Self.withUpstream { server, rootFile in
-            let database = try AppDatabase(path: server.configuration.databasePath)
+            let database = try SQLiteDatabase(path: server.configuration.databaseLocation)
             try await database.writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-            let before = try Data(contentsOf: URL(fileURLWithPath: server.configuration.databasePath))
+            let before = try Data(contentsOf: URL(fileURLWithPath: server.configuration.databaseLocation))
             let findings = await Doctor(configuration: server.configuration, trustRootFiles: [rootFile]).run()
             #expect(findings.first { $0.check == "database" }?.detail.hasSuffix("is writable (0 fulfilments)") == true)
-            #expect(try Data(contentsOf: URL(fileURLWithPath: server.configuration.databasePath)) == before)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: server.configuration.databaseLocation)) == before)
         }
     }
 
     @Test func eachBrokenPartFailsItsOwnLine() async throws {
         try await Self.withUpstream { server, rootFile in
             var configuration = server.configuration
-            configuration.databasePath = server.root.path + "/missing/folder/stockroom.sqlite"
+            configuration.databaseLocation = server.root.path + "/missing/folder/stockroom.sqlite"
             configuration.appStoreKeyPath = try server.root.write("key.p8", "not a key")
             configuration.appStoreKeyID = "KEY"
             configuration.appStoreIssuerID = "ISSUER"
@@ -122,7 +122,7 @@ import Testing
     /// fixture's do; the unreachable case passes a short timeout of its own.
     static func run(_ server: ServerFixture, rootFile: String, database: String, timeout: Duration = .seconds(30)) async -> [Doctor.Finding] {
         var configuration = server.configuration
-        configuration.databasePath = database
+        configuration.databaseLocation = database
         configuration.databaseTimeout = timeout
         let findings = await Doctor(configuration: configuration, trustRootFiles: [rootFile]).run()
         for finding in findings { #expect(!finding.description.contains(password), "\(finding.check) prints the password") }
@@ -163,7 +163,7 @@ import Testing
             #expect(DoctorTests.failed(findings) == ["database"], "\(findings)")
             #expect(findings.first { $0.check == "database" }?.detail.contains("cannot be reached") == true, "\(findings)")
             var configuration = server.configuration
-            configuration.databasePath = address
+            configuration.databaseLocation = address
             configuration.databaseTimeout = .seconds(2)
             let started = ContinuousClock.now
             let database = await Doctor(configuration: configuration, trustRootFiles: [rootFile]).postgresDatabase()

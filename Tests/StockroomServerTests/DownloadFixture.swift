@@ -16,7 +16,7 @@ struct DownloadFixture: Sendable {
     /// The server's ledger, opened as another instance would open it.
     let ledger: any Ledger
     /// The server's `--database`: a SQLite file or a `postgres://` address.
-    let databasePath: String
+    let databaseLocation: String
 
     static let book = "com.example.book"
 
@@ -45,7 +45,7 @@ struct DownloadFixture: Sendable {
                 let configured = server
                 return try await configured.application().test(mode) { client in
                     try await configured.withLedger { ledger in
-                        try await body(DownloadFixture(control: control, client: ContractRecorder(client), ledger: ledger, databasePath: configured.configuration.databasePath))
+                        try await body(DownloadFixture(control: control, client: ContractRecorder(client), ledger: ledger, databaseLocation: configured.configuration.databaseLocation))
                     }
                 }
             }

@@ -430,7 +430,7 @@ import Testing
             let status = "/v1/downloads/\(purchase.transactionId)"
             // The ledger's database goes away: connections cut, new ones refused.
             let cluster = try ScratchPostgres.cluster()
-            let database = try PostgresAddress(url: fixture.databasePath).database
+            let database = try PostgresAddress(url: fixture.databaseLocation).database
             try await ScratchPostgres.admin(cluster, "ALTER DATABASE \(database) ALLOW_CONNECTIONS false")
             try await ScratchPostgres.admin(cluster, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)'")
             // Answered, and soon: HummingbirdTesting's client cannot give up on a server that never

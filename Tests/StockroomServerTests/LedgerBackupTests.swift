@@ -37,15 +37,15 @@ import Testing
             for round in 0..<3 {
                 let path = folder.path + "/ledger-\(round).sqlite"
                 if round % 2 == 0 {
-                    _ = try await AppDatabase.backup(path: fixture.databasePath, to: path)
+                    _ = try await SQLiteDatabase.backup(path: fixture.databaseLocation, to: path)
                 } else {
-                    reports.append(try await StockroomProcess.run(binary, ["ledger", "backup", "--database", fixture.databasePath, path], environment: [:]))
+                    reports.append(try await StockroomProcess.run(binary, ["ledger", "backup", "--database", fixture.databaseLocation, path], environment: [:]))
                 }
             }
             // At least one more download recorded before the last backup ended.
             while recorded.value == atFirstBackup { try await Task.sleep(for: .milliseconds(20)) }
             let path = folder.path + "/ledger-3.sqlite"
-            reports.append(try await StockroomProcess.run(binary, ["ledger", "backup", "--database", fixture.databasePath, path], environment: [:]))
+            reports.append(try await StockroomProcess.run(binary, ["ledger", "backup", "--database", fixture.databaseLocation, path], environment: [:]))
             buyers.cancel()
             try await buyers.value
             #expect(reports.allSatisfy { $0.hasPrefix("backed up ") && $0.contains(" fulfilments, ") }, "\(reports)")
@@ -64,7 +64,7 @@ import Testing
             // answered from the copy's record, with no new upstream verification.
             var restored = try ServerFixture()
             let trust = try await fixture.control.trust(bundleID: "com.example.stockroom.demo")
-            restored.configuration.databasePath = folder.path + "/ledger-3.sqlite"
+            restored.configuration.databaseLocation = folder.path + "/ledger-3.sqlite"
             restored.configuration.upstream = .url(fixture.control.baseURL)
             restored.configuration.trustedRoots = [trust.root]
             restored.configuration.serverAPICredentials = trust.credentials
@@ -85,9 +85,9 @@ import Testing
             #expect(try await fixture.post(purchase).status == .ok)
             let snapshot = try await fixture.settledSnapshot()
             let binary = try StockroomProcess.binary()
-            for (path, reason) in [(fixture.databasePath, "is the live ledger itself"), ("/nonexistent-\(UUID())/ledger.sqlite", "does not exist")] {
+            for (path, reason) in [(fixture.databaseLocation, "is the live ledger itself"), ("/nonexistent-\(UUID())/ledger.sqlite", "does not exist")] {
                 await #expect {
-                    _ = try await StockroomProcess.run(binary, ["ledger", "backup", "--database", fixture.databasePath, path], environment: [:])
+                    _ = try await StockroomProcess.run(binary, ["ledger", "backup", "--database", fixture.databaseLocation, path], environment: [:])
                 } throws: { error in
                     "\(error)".contains(reason)
                 }

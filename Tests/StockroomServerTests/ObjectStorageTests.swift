@@ -522,7 +522,7 @@ import Testing
             let state = try TemporaryFolder()
             var other = try ServerFixture()
             configure(&other.configuration)
-            other.configuration.databasePath = first.databasePath
+            other.configuration.databaseLocation = first.databaseLocation
             other.configuration.stateFolder = state.path
             other.configuration.catalogFolder = "s3://\(bucket.client.bucket)/\(catalogKey)"
             other.configuration.upstream = .url(first.control.baseURL)

@@ -32,7 +32,7 @@ struct ServerFixture {
         configuration.port = 0
         configuration.catalogFolder = root.path + "/catalog"
         configuration.contentFolder = root.path + "/content"
-        configuration.databasePath = root.path + "/stockroom.sqlite"
+        configuration.databaseLocation = root.path + "/stockroom.sqlite"
         configuration.catalogPollInterval = .milliseconds(50)
         // HummingbirdTesting's live client connects when the test starts; a test that first
         // buys 24 purchases from the simulator on a loaded machine would otherwise meet the
@@ -68,7 +68,7 @@ struct ServerFixture {
         var fixture = try ServerFixture()
         guard engine == .postgres else { return try await body(fixture) }
         return try await ScratchPostgres.withDatabase { address in
-            fixture.configuration.databasePath = address.url
+            fixture.configuration.databaseLocation = address.url
             fixture.configuration.stateFolder = fixture.root.path
             // A loaded test machine is slow, not a lost database (the outage test sets its own).
             fixture.configuration.databaseTimeout = .seconds(30)
@@ -82,10 +82,10 @@ struct ServerFixture {
         let value: Value
         if configuration.usesPostgres {
             let database = PostgresPool(
-                address: try PostgresAddress(url: configuration.databasePath), poolSize: 4, leaseTimeout: .seconds(30), logger: ScratchPostgres.quiet)
+                address: try PostgresAddress(url: configuration.databaseLocation), poolSize: 4, checkoutTimeout: .seconds(30), logger: ScratchPostgres.quiet)
             value = try await database.running { database in try await body(PostgresLedger(database: database)) }
         } else {
-            value = try await body(SQLiteLedger(database: try AppDatabase(path: configuration.databasePath)))
+            value = try await body(SQLiteLedger(database: try SQLiteDatabase(path: configuration.databaseLocation)))
         }
         withExtendedLifetime(root) {}  // the temporary folder lives until the test is done
         return value

@@ -28,11 +28,11 @@ import Testing
     @Test func anUnwritableDatabasePathRefusesStart() async throws {
         var fixture = try ServerFixture()
         try fixture.root.write("not-a-folder", "a file")
-        fixture.configuration.databasePath = fixture.root.path + "/not-a-folder/stockroom.sqlite"
+        fixture.configuration.databaseLocation = fixture.root.path + "/not-a-folder/stockroom.sqlite"
         await #expect {
             _ = try await fixture.application()
         } throws: { error in
-            "\(error)".hasPrefix("database \"\(fixture.configuration.databasePath)\" cannot be opened for writing")
+            "\(error)".hasPrefix("database \"\(fixture.configuration.databaseLocation)\" cannot be opened for writing")
         }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 
-/// The App Store Server API over an `HTTPTransport`: `GET /inApps/v1/transactions/{id}` with an
+/// The App Store Server API over an `UpstreamTransport`: `GET /inApps/v1/transactions/{id}` with an
 /// ES256 bearer JWT made from the app's `.p8` key; 4040010 in production → the sandbox; 429
 /// honours `Retry-After`; 5xx and transport failures are retried with backoff.
 ///
@@ -50,7 +50,7 @@ public final class AppStoreServerAPIClient: Sendable {
 
     public let credentials: Credentials
     public let endpoints: Endpoints
-    public let transport: any HTTPTransport
+    public let transport: any UpstreamTransport
     public let policy: RetryPolicy
     /// How long a token is valid; Apple allows at most 60 minutes.
     public static let tokenLifetime: Int64 = 20 * 60
@@ -61,7 +61,7 @@ public final class AppStoreServerAPIClient: Sendable {
     let logger: Logger
 
     public init(
-        credentials: Credentials, endpoints: Endpoints, transport: any HTTPTransport, policy: RetryPolicy = .init(),
+        credentials: Credentials, endpoints: Endpoints, transport: any UpstreamTransport, policy: RetryPolicy = .init(),
         cacheInterval: Duration = .seconds(300), logger: Logger = Logger(label: "stockroom.server-api")
     ) {
         self.credentials = credentials

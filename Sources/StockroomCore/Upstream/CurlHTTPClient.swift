@@ -4,9 +4,9 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// The production `HTTPTransport`: libcurl easy handles, reused so connections stay alive,
+/// The production `UpstreamTransport`: libcurl easy handles, reused so connections stay alive,
 /// driven on a thread pool of their own because `curl_easy_perform` blocks.
-public final class CurlHTTPClient: HTTPTransport {
+public final class CurlHTTPClient: UpstreamTransport {
     /// Limits applied to every request.
     public struct Configuration: Sendable {
         /// Time allowed to establish the TCP (and TLS) connection.

@@ -1,13 +1,13 @@
 import Foundation
 import Logging
 
-/// Apple's legacy verifyReceipt, over an `HTTPTransport`: production first; 21007 → sandbox
+/// Apple's legacy verifyReceipt, over an `UpstreamTransport`: production first; 21007 → sandbox
 /// once, 21008 → production once (never a loop); retries with backoff on transient failures;
 /// 21002 retried at most once; all within a bounded time.
 ///
 /// See https://developer.apple.com/documentation/appstorereceipts/verifyreceipt
 public struct VerifyReceiptClient: Sendable {
-    public let transport: any HTTPTransport
+    public let transport: any UpstreamTransport
     public let endpoints: AppStoreEndpoints
     /// The app's shared secret (`password`), needed for auto-renewable subscriptions.
     public let sharedSecret: String?
@@ -15,7 +15,7 @@ public struct VerifyReceiptClient: Sendable {
     private let logger: Logger
 
     public init(
-        transport: any HTTPTransport, endpoints: AppStoreEndpoints, sharedSecret: String? = nil,
+        transport: any UpstreamTransport, endpoints: AppStoreEndpoints, sharedSecret: String? = nil,
         policy: RetryPolicy = .init(), logger: Logger = Logger(label: "stockroom.verify-receipt")
     ) {
         self.transport = transport

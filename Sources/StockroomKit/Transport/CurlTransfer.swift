@@ -39,7 +39,7 @@ final class CurlTransfer: @unchecked Sendable {
     private var isCancelled: Bool { lock.withLock { cancelled } }
 
     /// Runs the transfer on `easy` (blocking this thread) and tells how it ended.
-    func run(on easy: CurlEasy) -> TransferResult {
+    func run(on easy: FoundationCurlHandle) -> TransferResult {
         if isCancelled { return TransferResult(error: URLError(.cancelled)) }
         guard let url = request.url?.absoluteString, configure(easy, url: url) else {
             return TransferResult(error: URLError(.unsupportedURL))
@@ -75,7 +75,7 @@ final class CurlTransfer: @unchecked Sendable {
         return result
     }
 
-    private func configure(_ easy: CurlEasy, url: String) -> Bool {
+    private func configure(_ easy: FoundationCurlHandle, url: String) -> Bool {
         guard url.hasPrefix("http://") || url.hasPrefix("https://"), easy.set(.url, url) else { return false }
         easy.set(.noSignal, 1)
         easy.set(.bufferSize, 512 << 10)
@@ -226,7 +226,7 @@ final class CurlTransfer: @unchecked Sendable {
 /// a thread of its own, since `curl_easy_perform` blocks until the transfer ends.
 final class CurlHandles: @unchecked Sendable {
     private let lock = NSLock()
-    private var idle: [CurlEasy] = []
+    private var idle: [FoundationCurlHandle] = []
     private var active: [ObjectIdentifier: CurlTransfer] = [:]
     private var invalidated = false
     private let keep = 4
@@ -264,15 +264,15 @@ final class CurlHandles: @unchecked Sendable {
         for transfer in running { transfer.cancel() }
     }
 
-    private func take() -> CurlEasy? {
+    private func take() -> FoundationCurlHandle? {
         if let easy = lock.withLock({ idle.popLast() }) {
             easy.reset()
             return easy
         }
-        return CurlEasy()
+        return FoundationCurlHandle()
     }
 
-    private func give(_ easy: CurlEasy) {
+    private func give(_ easy: FoundationCurlHandle) {
         lock.withLock {
             if idle.count < keep { idle.append(easy) }
         }

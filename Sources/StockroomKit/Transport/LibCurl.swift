@@ -5,7 +5,7 @@ import Glibc
 /// One libcurl easy handle, with the header list it was given; both freed in `deinit`. Its
 /// connection cache outlives `reset()`, so a reused handle keeps its connection alive. One thread
 /// uses it at a time (`CurlHandles` hands it over).
-final class CurlEasy: @unchecked Sendable {
+final class FoundationCurlHandle: @unchecked Sendable {
     private let api: LibCurl
     private let handle: OpaquePointer
     private var headers: OpaquePointer?

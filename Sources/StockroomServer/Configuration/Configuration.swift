@@ -27,7 +27,7 @@ public struct ServerConfiguration: Sendable {
     public var objectPollInterval: Duration = .seconds(15)
     /// The ledger: a SQLite file, or a PostgreSQL database given as `postgres://user:password@host:port/db`
     /// (several instances share one). The address's password is never logged.
-    public var databasePath = "stockroom.sqlite"
+    public var databaseLocation = "stockroom.sqlite"
     /// Connections in the PostgreSQL ledger's pool, per instance.
     public var databasePoolSize = 8
     /// How long a request waits for a PostgreSQL connection before it is answered 503
@@ -122,12 +122,12 @@ public struct ServerConfiguration: Sendable {
     public init() {}
 
     /// Whether the ledger is on PostgreSQL rather than in a SQLite file.
-    public var usesPostgres: Bool { PostgresAddress.isAddress(databasePath) }
+    public var usesPostgres: Bool { PostgresAddress.isAddress(databaseLocation) }
 
     /// Where this instance's own files start: `<state folder>/stockroom`, or the SQLite file's path.
     var statePrefix: String {
         if let stateFolder { return stateFolder + "/stockroom" }
-        return usesPostgres ? ".stockroom/stockroom" : databasePath
+        return usesPostgres ? ".stockroom/stockroom" : databaseLocation
     }
 
     /// The digest cache file, kept beside the ledger so the catalogue folder may stay read-only.

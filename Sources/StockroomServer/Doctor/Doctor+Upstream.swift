@@ -14,7 +14,7 @@ extension Doctor {
     /// The ledger can be written: an existing file takes a write transaction (rolled back); a
     /// missing one needs a writable folder. Nothing is created.
     func database() -> Finding {
-        let path = configuration.databasePath
+        let path = configuration.databaseLocation
         guard FileManager.default.fileExists(atPath: path) else {
             let folder = Self.folder(of: path)
             guard access(folder, W_OK) == 0 else {
@@ -23,7 +23,7 @@ extension Doctor {
             return Finding(check: "database", passed: true, detail: "\(path) will be created in a writable folder")
         }
         do {
-            let count = try AppDatabase.checkWritable(path: path)
+            let count = try SQLiteDatabase.checkWritable(path: path)
             return Finding(check: "database", passed: true, detail: "\(path) is writable (\(count) fulfilments)")
         } catch {
             return Finding(check: "database", passed: false, detail: "\(path) cannot be written: \(error)")
@@ -35,13 +35,13 @@ extension Doctor {
     func postgresDatabase() async -> Finding {
         let address: PostgresAddress
         do {
-            address = try PostgresAddress(url: configuration.databasePath)
+            address = try PostgresAddress(url: configuration.databaseLocation)
         } catch {
             return Finding(check: "database", passed: false, detail: "not a usable postgres:// address")
         }
         // As long as serve would wait for a connection (--database-timeout, 5 s by default).
         let pool = PostgresPool(
-            address: address, poolSize: 1, leaseTimeout: configuration.databaseTimeout, migrated: true, logger: Logger(label: "stockroom.doctor"))
+            address: address, poolSize: 1, checkoutTimeout: configuration.databaseTimeout, migrated: true, logger: Logger(label: "stockroom.doctor"))
         do {
             let counts = try await pool.running { try await PostgresLedger(database: $0).stateCounts() }
             return Finding(check: "database", passed: true, detail: "\(address) answers (\(counts.values.reduce(0, +)) fulfilments)")
@@ -56,7 +56,7 @@ extension Doctor {
     }
 
     func diskSpace() -> Finding {
-        let folder = Self.folder(of: configuration.databasePath)
+        let folder = Self.folder(of: configuration.databaseLocation)
         var status = statvfs()
         guard statvfs(folder, &status) == 0 else { return Finding(check: "disk space", passed: false, detail: "cannot read \(folder): errno \(errno)") }
         let free = Int64(clamping: UInt64(status.f_bavail).multipliedReportingOverflow(by: UInt64(status.f_frsize)).partialValue)

@@ -20,7 +20,7 @@ public struct Doctor: Sendable {
     public let configuration: ServerConfiguration
     /// Trust-root files as given, so that each is named in its own line.
     public let trustRootFiles: [String]
-    public let transport: any HTTPTransport
+    public let transport: any UpstreamTransport
     /// The clock the upstream's `Date` is compared with; injectable for tests.
     public let now: @Sendable () -> Date
     /// Below this, the ledger's file system is reported full.
@@ -29,7 +29,7 @@ public struct Doctor: Sendable {
     public static let maximumClockSkew: TimeInterval = 60
 
     public init(
-        configuration: ServerConfiguration, trustRootFiles: [String], transport: any HTTPTransport = CurlHTTPClient(),
+        configuration: ServerConfiguration, trustRootFiles: [String], transport: any UpstreamTransport = CurlHTTPClient(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.configuration = configuration

@@ -43,7 +43,7 @@ public struct TestLedger: Sendable {
         switch engine {
         case .sqlite:
             let folder = try TemporaryFolder()
-            let ledger = SQLiteLedger(database: try AppDatabase(path: folder.path + "/ledger.sqlite"), finishOn: finishOn)
+            let ledger = SQLiteLedger(database: try SQLiteDatabase(path: folder.path + "/ledger.sqlite"), finishOn: finishOn)
             let value = try await body(TestLedger(engine: engine, ledger: ledger) { sql in
                 try await ledger.database.writer.write { db in try db.execute(sql: sql) }
             })
@@ -63,9 +63,9 @@ public struct TestLedger: Sendable {
     public func another<Value: Sendable>(_ body: @Sendable (any Ledger) async throws -> Value) async throws -> Value {
         switch ledger {
         case let sqlite as SQLiteLedger:
-            return try await body(SQLiteLedger(database: try AppDatabase(path: sqlite.database.writer.path)))
+            return try await body(SQLiteLedger(database: try SQLiteDatabase(path: sqlite.database.writer.path)))
         case let postgres as PostgresLedger:
-            let pool = PostgresPool(address: postgres.database.address, poolSize: 4, leaseTimeout: .seconds(30), logger: ScratchPostgres.quiet)
+            let pool = PostgresPool(address: postgres.database.address, poolSize: 4, checkoutTimeout: .seconds(30), logger: ScratchPostgres.quiet)
             return try await pool.running { database in
                 try await body(PostgresLedger(database: database))
             }

@@ -9,8 +9,8 @@ import Testing
 /// What only the PostgreSQL ledger has: migrations shared by several instances, and a database
 /// that goes away, or stops answering, and comes back. (Its rules are LedgerTests', run on both engines.)
 @Suite struct PostgresLedgerTests {
-    static func pool(_ address: PostgresAddress, leaseTimeout: Duration = .seconds(5)) -> PostgresPool {
-        PostgresPool(address: address, poolSize: 2, leaseTimeout: leaseTimeout, logger: ScratchPostgres.quiet)
+    static func pool(_ address: PostgresAddress, checkoutTimeout: Duration = .seconds(5)) -> PostgresPool {
+        PostgresPool(address: address, poolSize: 2, checkoutTimeout: checkoutTimeout, logger: ScratchPostgres.quiet)
     }
 
     @Test func instancesStartingTogetherMigrateOnceAndAgainFindNothingToDo() async throws {
@@ -40,7 +40,7 @@ import Testing
     @Test func aServerNobodyListensOnIsUnavailableWithinTheLeaseTimeout() async throws {
         var address = try ScratchPostgres.cluster()
         address.port = 9  // discard: nothing answers
-        try await Self.pool(address, leaseTimeout: .milliseconds(500)).running { database in
+        try await Self.pool(address, checkoutTimeout: .milliseconds(500)).running { database in
             let ledger = PostgresLedger(database: database)
             let started = ContinuousClock.now
             let first = await #expect(throws: LedgerUnavailable.self) { try await ledger.fulfilment("1") }
@@ -59,7 +59,7 @@ import Testing
     @Test func aLostDatabaseIsUnavailableAndTheSamePoolRecoversWhenItIsBack() async throws {
         let cluster = try ScratchPostgres.cluster()
         try await ScratchPostgres.withDatabase { address in
-            try await Self.pool(address, leaseTimeout: .seconds(5)).running { database in
+            try await Self.pool(address, checkoutTimeout: .seconds(5)).running { database in
                 let ledger = PostgresLedger(database: database)
                 #expect(try await ledger.notificationSeen("u") == false, "connected, migrated")
                 // The database goes away: its connections are cut and new ones refused.
@@ -90,7 +90,7 @@ import Testing
             var proxied = address
             proxied.host = "127.0.0.1"
             proxied.port = proxy.port
-            let pool = PostgresPool(address: proxied, poolSize: 2, leaseTimeout: .seconds(5), callTimeout: .seconds(1), logger: ScratchPostgres.quiet)
+            let pool = PostgresPool(address: proxied, poolSize: 2, checkoutTimeout: .seconds(5), callTimeout: .seconds(1), logger: ScratchPostgres.quiet)
             try await pool.running { database in
                 let ledger = PostgresLedger(database: database)
                 #expect(try await ledger.notificationSeen("u") == false, "connected, migrated")
@@ -131,7 +131,7 @@ import Testing
         let cluster = try ScratchPostgres.cluster()
         try await ScratchPostgres.withDatabase { address in
             // The call's own deadline is far off: only the cut connections' closing can pass.
-            let pool = PostgresPool(address: address, poolSize: 4, leaseTimeout: .seconds(5), callTimeout: .seconds(600), logger: ScratchPostgres.quiet)
+            let pool = PostgresPool(address: address, poolSize: 4, checkoutTimeout: .seconds(5), callTimeout: .seconds(600), logger: ScratchPostgres.quiet)
             try await pool.running { database in
                 let ledger = PostgresLedger(database: database)
                 _ = try await ledger.notificationSeen("warm")

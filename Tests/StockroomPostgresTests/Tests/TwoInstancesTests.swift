@@ -68,7 +68,7 @@ import Testing
                 return try await group.reduce(into: [UpstreamResponse]()) { $0.append($1) }
             }
             #expect(answers.map(\.status) == Array(repeating: 200, count: 32))
-            try await PostgresPool(address: address, poolSize: 2, leaseTimeout: .seconds(30), logger: ScratchPostgres.quiet).running { database in
+            try await PostgresPool(address: address, poolSize: 2, checkoutTimeout: .seconds(30), logger: ScratchPostgres.quiet).running { database in
                 let rows = try await PostgresLedger(database: database).list(FulfilmentFilter())
                 #expect(rows.map(\.transactionID) == [purchase.transactionId], "one entitlement")
                 #expect(rows.first?.attempts == 32, "every claim counted once")

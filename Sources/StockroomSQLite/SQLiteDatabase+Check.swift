@@ -2,7 +2,7 @@ import Foundation
 import StockroomCore
 import GRDB
 
-extension AppDatabase {
+extension SQLiteDatabase {
     /// Whether an existing ledger file can take a write (a write transaction begun and rolled
     /// back, so nothing changes, not even a migration) and how many fulfilments it holds.
     public static func checkWritable(path: String) throws -> Int {

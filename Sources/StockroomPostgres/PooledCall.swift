@@ -1,12 +1,12 @@
 import StockroomCore
 import Synchronization
 
-/// Who wins between a lease and its deadline: exactly one of `lease()` and `abandon()` returns
+/// Who wins between a checkout and its deadline: exactly one of `checkout()` and `abandon()` returns
 /// true, so a connection that arrives after the caller gave up runs nothing.
-final class LeaseRace: Sendable {
-    private let state = Atomic<UInt8>(0)  // 0 waiting, 1 leased, 2 abandoned
+final class CheckoutRace: Sendable {
+    private let state = Atomic<UInt8>(0)  // 0 waiting, 1 checkedOut, 2 abandoned
 
-    func lease() -> Bool {
+    func checkout() -> Bool {
         state.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged
     }
 
@@ -14,7 +14,7 @@ final class LeaseRace: Sendable {
         state.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged
     }
 
-    var isLeased: Bool { state.load(ordering: .acquiring) == 1 }
+    var isCheckedOut: Bool { state.load(ordering: .acquiring) == 1 }
 }
 
 /// Whether the pool's database is known lost: set by the first call that found it unavailable,
@@ -33,28 +33,28 @@ final class Outage: Sendable {
     }
 }
 
-/// One ledger call's answer, given once by whichever comes first: the call itself, its lease
+/// One ledger call's answer, given once by whichever comes first: the call itself, its checkout
 /// deadline, its call deadline, its connection's closing, or the caller's cancellation.
-final class LeaseCall<Value: Sendable>: Sendable {
-    /// What `lease` answers, or `LedgerUnavailable` once `timeout` passes before it calls
-    /// `lease(cutting:isClosed:)` (a lease that comes later must see false and run nothing), or
-    /// once `callTimeout` passes after it, or soon after its connection closed. The lease runs in a task of its own and the caller never
-    /// waits for it past a deadline. A task group must wait for its cancelled lease, and
+final class PooledCall<Value: Sendable>: Sendable {
+    /// What `checkout` answers, or `LedgerUnavailable` once `timeout` passes before it calls
+    /// `checkout(cutting:isClosed:)` (a checkout that comes later must see false and run nothing), or
+    /// once `callTimeout` passes after it, or soon after its connection closed. The checkout runs in a task of its own and the caller never
+    /// waits for it past a deadline. A task group must wait for its cancelled checkout, and
     /// postgres-nio 1.33.2's `ConnectionRequest.leaseConnection` misses a cancellation that comes
-    /// between its check and its queueing: the lease, and the request behind it, would then wait
+    /// between its check and its queueing: the checkout, and the request behind it, would then wait
     /// for as long as the database refused connections. The caller's cancellation reaches the
-    /// lease, and the call once it runs.
+    /// checkout, and the call once it runs.
     static func answer(
-        within timeout: Duration, callTimeout: Duration? = nil, _ lease: @escaping @Sendable (LeaseCall<Value>) async throws -> Value
+        within timeout: Duration, callTimeout: Duration? = nil, _ checkout: @escaping @Sendable (PooledCall<Value>) async throws -> Value
     ) async throws -> Value {
-        let call = LeaseCall<Value>(callTimeout: callTimeout)
+        let call = PooledCall<Value>(callTimeout: callTimeout)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 call.wait(continuation)
                 call.run(
                     work: Task {
                         do {
-                            call.answer(.success(try await lease(call)))
+                            call.answer(.success(try await checkout(call)))
                         } catch {
                             call.answer(.failure(error))
                         }
@@ -66,7 +66,7 @@ final class LeaseCall<Value: Sendable>: Sendable {
         }
     }
 
-    private let race = LeaseRace()
+    private let race = CheckoutRace()
     private let callTimeout: Duration?
 
     private init(callTimeout: Duration?) {
@@ -77,16 +77,16 @@ final class LeaseCall<Value: Sendable>: Sendable {
         /// Nil once answered (`wait` sets it before anything can answer).
         var continuation: CheckedContinuation<Value, any Error>?
         var work: Task<Void, Never>?
-        /// The lease's deadline, then the call's.
+        /// The checkout's deadline, then the call's.
         var timer: Task<Void, Never>?
-        /// Cuts the leased connection: set while the call runs on it.
+        /// Cuts the checkedOut connection: set while the call runs on it.
         var cut: (@Sendable () -> Void)?
         var cancelled = false
     }
 
     private let state = Mutex(State())
 
-    /// The lease has a connection: true when it came before the deadline, and the call may run
+    /// The checkout has a connection: true when it came before the deadline, and the call may run
     /// on it; false when the caller was answered already, and it must run nothing. A call still
     /// running at `callTimeout` (when set), or when a check (every `closedCheck`) finds
     /// `isClosed`, is cut: the caller is answered `LedgerUnavailable`, `cut` runs (closing the
@@ -96,17 +96,17 @@ final class LeaseCall<Value: Sendable>: Sendable {
     /// otherwise held the call for the kernel's retransmission timeout, some fifteen minutes; and
     /// a query on a connection that closed under it (postgres-nio 1.33.2, when the database
     /// restarts) was never answered at all.
-    func lease(cutting cut: @escaping @Sendable () -> Void = {}, isClosed: @escaping @Sendable () -> Bool = { false }) -> Bool {
-        guard race.lease() else { return false }
+    func checkout(cutting cut: @escaping @Sendable () -> Void = {}, isClosed: @escaping @Sendable () -> Bool = { false }) -> Bool {
+        guard race.checkout() else { return false }
         let timer = Self.watch(callTimeout, isClosed) { reason in self.overrun(reason) }
-        let (leaseTimer, answered) = state.withLock { state in
+        let (checkoutTimer, answered) = state.withLock { state in
             defer {
                 state.timer = timer
                 state.cut = cut
             }
             return (state.timer, state.continuation == nil)
         }
-        leaseTimer?.cancel()
+        checkoutTimer?.cancel()
         if answered { timer.cancel() }
         return true
     }
@@ -122,15 +122,15 @@ final class LeaseCall<Value: Sendable>: Sendable {
         state.withLock { $0.continuation = continuation }
     }
 
-    /// `work` (the lease and the call) and `timer` (the deadline) run. A call answered already
+    /// `work` (the checkout and the call) and `timer` (the deadline) run. A call answered already
     /// stops its timer; a caller cancelled already is answered now.
     private func run(work: Task<Void, Never>, timer: Task<Void, Never>) {
         let (answered, cancelled) = state.withLock { state in
             state.work = work
-            if state.timer == nil { state.timer = timer }  // else the lease came first and set the call's
+            if state.timer == nil { state.timer = timer }  // else the checkout came first and set the call's
             return (state.continuation == nil, state.cancelled)
         }
-        if answered || race.isLeased { timer.cancel() }
+        if answered || race.isCheckedOut { timer.cancel() }
         if cancelled { cancel() }
     }
 
@@ -146,11 +146,11 @@ final class LeaseCall<Value: Sendable>: Sendable {
         return continuation != nil
     }
 
-    /// The deadline passed: when no connection was leased yet, the lease is called off and the
+    /// The deadline passed: when no connection was checkedOut yet, the checkout is called off and the
     /// caller answered with `failure`; otherwise the call already runs and answers itself.
     private func abandon(_ failure: any Error) {
         guard race.abandon() else { return }
-        answer(.failure(failure))  // before the lease hears its cancellation and answers for itself
+        answer(.failure(failure))  // before the checkout hears its cancellation and answers for itself
         state.withLock { $0.work }?.cancel()
     }
 
@@ -167,14 +167,14 @@ final class LeaseCall<Value: Sendable>: Sendable {
         work?.cancel()
     }
 
-    /// The caller was cancelled: so is the lease, or the call on its connection.
+    /// The caller was cancelled: so is the checkout, or the call on its connection.
     private func cancel() {
         let work = state.withLock { state in
             state.cancelled = true
             return state.work
         }
         guard let work else { return }  // `run` comes back here
-        // Called off before the lease can win (answered before the lease hears it and answers
+        // Called off before the checkout can win (answered before the checkout hears it and answers
         // for itself), or the call, already running, is cancelled and answers.
         if race.abandon() { answer(.failure(CancellationError())) }
         work.cancel()

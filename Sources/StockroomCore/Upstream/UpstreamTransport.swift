@@ -1,7 +1,7 @@
 /// Sends one HTTP request upstream (to Apple, or the simulator) and returns the whole answer.
 ///
 /// A protocol so verification can be tested against any transport; production uses libcurl.
-public protocol HTTPTransport: Sendable {
+public protocol UpstreamTransport: Sendable {
     func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse
 }
 

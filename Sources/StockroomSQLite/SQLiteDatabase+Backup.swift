@@ -6,7 +6,7 @@ import GRDB
 import Glibc
 #endif
 
-extension AppDatabase {
+extension SQLiteDatabase {
     /// What a backup copied.
     public struct Backup: Sendable, Equatable {
         public var bytes: Int64

@@ -12,7 +12,7 @@ import StockroomCore
 /// checkpoint. That loss is recoverable: StoreKit keeps a transaction unfinished until the app
 /// acknowledges it, so the app comes back with its receipt. FULL would fsync every download's
 /// two commits and cap throughput at the disk's sync rate.
-public final class AppDatabase: Sendable {
+public final class SQLiteDatabase: Sendable {
     public let writer: any DatabaseWriter
 
     /// Opens (creating if needed) the database at `path` and migrates it.

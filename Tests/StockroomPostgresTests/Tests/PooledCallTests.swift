@@ -5,11 +5,11 @@ import Synchronization
 import Testing
 @testable import StockroomPostgres
 
-/// A ledger call's wait for a pooled connection (`LeaseCall.answer(within:callTimeout:)`): it
+/// A ledger call's wait for a pooled connection (`PooledCall.answer(within:callTimeout:)`): it
 /// answers at its deadline whatever the pool does, never loses an answer that comes at once, and
 /// a connection that comes too late runs nothing; a call that runs past its own deadline is
 /// answered then and its connection cut.
-@Suite struct LeaseCallTests {
+@Suite struct PooledCallTests {
     /// Counts what ran, from any task.
     final class Count: Sendable {
         private let value = Atomic<Int>(0)
@@ -21,10 +21,10 @@ import Testing
         let start = ContinuousClock.now
         let ran = Count()
         await #expect(throws: LedgerUnavailable.self) {
-            try await LeaseCall<Int>.answer(within: .milliseconds(300)) { race in
+            try await PooledCall<Int>.answer(within: .milliseconds(300)) { race in
                 // The cancellation is ignored: only the deadline can answer.
                 _ = try? await Task.sleep(for: .seconds(3_600))
-                if race.lease() { ran.add() }
+                if race.checkout() { ran.add() }
                 return 1
             }
         }
@@ -38,9 +38,9 @@ import Testing
         let ran = Count()
         let late = Count()
         await #expect(throws: LedgerUnavailable.self) {
-            try await LeaseCall<Int>.answer(within: .milliseconds(100)) { race in
+            try await PooledCall<Int>.answer(within: .milliseconds(100)) { race in
                 _ = try? await Task.sleep(for: .milliseconds(400))  // a connection that comes late all the same
-                guard race.lease() else {
+                guard race.checkout() else {
                     late.add()
                     throw CancellationError()
                 }
@@ -50,12 +50,12 @@ import Testing
         }
         try await Task.sleep(for: .milliseconds(600))
         #expect(ran.total == 0, "the statement never ran")
-        #expect(late.total == 1, "the lease came back and was given up")
+        #expect(late.total == 1, "the checkout came back and was given up")
     }
 
     /// Leases that answer at once, 20,000 of them, eight at a time, each answered with its own
     /// value. (An answer that came before the caller's continuation was stored was dropped and
-    /// its call waited for good; `answer(within:)` now stores it before the lease exists. That
+    /// its call waited for good; `answer(within:)` now stores it before the checkout exists. That
     /// race needs a preempted thread, and this run did not catch it when it was put back.)
     @Test func anAnswerThatComesAtOnceIsNeverLost() async throws {
         let answered = Count()
@@ -64,8 +64,8 @@ import Testing
                 for task in 0..<8 {
                     group.addTask {
                         for index in 0..<2_500 {
-                            let value = try? await LeaseCall<Int>.answer(within: .seconds(30)) { race in
-                                guard race.lease() else { throw CancellationError() }
+                            let value = try? await PooledCall<Int>.answer(within: .seconds(30)) { race in
+                                guard race.checkout() else { throw CancellationError() }
                                 return task * 10_000 + index
                             }
                             if value == task * 10_000 + index { answered.add() }
@@ -82,38 +82,38 @@ import Testing
         let ran = Count()
         let start = ContinuousClock.now
         let call = Task {
-            try await LeaseCall<Int>.answer(within: .seconds(600)) { race in
-                _ = try? await Task.sleep(for: .seconds(3_600))  // a lease that ignores its cancellation
-                if race.lease() { ran.add() }
+            try await PooledCall<Int>.answer(within: .seconds(600)) { race in
+                _ = try? await Task.sleep(for: .seconds(3_600))  // a checkout that ignores its cancellation
+                if race.checkout() { ran.add() }
                 return 1
             }
         }
         try await Task.sleep(for: .milliseconds(100))
         call.cancel()
         await #expect(throws: CancellationError.self) { try await call.value }
-        #expect(ContinuousClock.now - start < .seconds(60), "not the lease timeout of 600 s")
+        #expect(ContinuousClock.now - start < .seconds(60), "not the checkout timeout of 600 s")
         #expect(ran.total == 0)
     }
 
     @Test func anErrorFromTheCallIsItsAnswer() async throws {
         struct Refused: Error {}
         await #expect(throws: Refused.self) {
-            try await LeaseCall<Int>.answer(within: .seconds(30)) { race in
-                #expect(race.lease())
+            try await PooledCall<Int>.answer(within: .seconds(30)) { race in
+                #expect(race.checkout())
                 throw Refused()
             }
         }
     }
 
-    /// A call that leased its connection and then never answers (its statement's cancellation is
+    /// A call that checked out its connection and then never answers (its statement's cancellation is
     /// not heard either): why it was answered, how long that took, and whether its connection
     /// was cut once, just after the answer.
     static func stuckCall(callTimeout: Duration, isClosed: @escaping @Sendable () -> Bool) async -> (reason: String?, took: Duration, cut: Bool) {
         let cut = Count()
         let start = ContinuousClock.now
         let error = await #expect(throws: LedgerUnavailable.self) {
-            try await LeaseCall<Int>.answer(within: .seconds(30), callTimeout: callTimeout) { call in
-                guard call.lease(cutting: { cut.add() }, isClosed: isClosed) else { throw CancellationError() }
+            try await PooledCall<Int>.answer(within: .seconds(30), callTimeout: callTimeout) { call in
+                guard call.checkout(cutting: { cut.add() }, isClosed: isClosed) else { throw CancellationError() }
                 defer { call.release() }
                 _ = try? await Task.sleep(for: .seconds(3_600))
                 return 1
@@ -141,8 +141,8 @@ import Testing
     @Test func aCallThatAnsweredInTimeIsNeverCut() async throws {
         let cut = Count()
         for index in 0..<200 {
-            let value = try await LeaseCall<Int>.answer(within: .seconds(30), callTimeout: .seconds(1), { call in
-                guard call.lease(cutting: { cut.add() }, isClosed: { true }) else { throw CancellationError() }
+            let value = try await PooledCall<Int>.answer(within: .seconds(30), callTimeout: .seconds(1), { call in
+                guard call.checkout(cutting: { cut.add() }, isClosed: { true }) else { throw CancellationError() }
                 defer { call.release() }
                 return index
             })
