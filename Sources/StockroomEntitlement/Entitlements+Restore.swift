@@ -151,7 +151,7 @@ extension Entitlements {
         if proof.environment == .sandbox, !policy.allowsSandbox, proof.revokedAt == nil { return report.skip(proof, .sandboxNotAllowed) }
         switch try await ledger.claim(proof, terms: terms, now: now()) {
         case .entitled(let row):
-            report.restored.append(RestoredPurchase(fulfilment: row, token: tokens.token(transactionID: row.transactionID, productID: row.productID, now: now())))
+            report.restored.append(RestoredFulfilment(fulfilment: row, token: tokens.token(transactionID: row.transactionID, productID: row.productID, now: now())))
         case .refused(.revoked): report.skip(proof, .revoked)
         case .refused(.expired): report.skip(proof, .expired)
         case .refused(.claimed): report.skip(proof, .otherAccount)

@@ -54,7 +54,7 @@ public enum RestoreRefusal: Error, Sendable, Equatable {
 /// Each purchase of a restored history, restored or skipped.
 public struct RestoreReport: Sendable, Equatable {
     /// Entitled now, with a download token each, in history order.
-    public var restored: [RestoredPurchase] = []
+    public var restored: [RestoredFulfilment] = []
     /// Not restored, and why.
     public var skipped: [(transactionID: String, productID: String, reason: RestoreSkip)] {
         skips.map { ($0.transactionID, $0.productID, $0.reason) }
@@ -78,7 +78,7 @@ public struct RestoreReport: Sendable, Equatable {
 }
 
 /// One purchase a restore made downloadable.
-public struct RestoredPurchase: Sendable, Equatable {
+public struct RestoredFulfilment: Sendable, Equatable {
     /// The ledger's row, entitled.
     public var fulfilment: Fulfilment
     /// A download token, as `POST /v1/downloads` issues.

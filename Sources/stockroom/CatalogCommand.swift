@@ -106,7 +106,7 @@ struct CatalogCommand: AsyncParsableCommand {
                     contentType: contentType ?? MediaTypes.guess(forPath: relative), contentVersion: contentVersion))
 
             try copyAtomically(from: file, to: destination)
-            let catalog: Catalog
+            let catalog: ProductCatalog
             do {
                 catalog = try loader.validate(catalogFile)
             } catch {

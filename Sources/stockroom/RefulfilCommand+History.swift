@@ -42,7 +42,7 @@ extension RefulfilCommand {
         print("restored \(report.restored.count), skipped \(notInCatalogue) not in the catalogue, \(revoked) revoked\(other > 0 ? ", \(other) other" : "")")
     }
 
-    private func loadCatalogue(_ configuration: ServerConfiguration) async -> Catalog {
+    private func loadCatalogue(_ configuration: ServerConfiguration) async -> ProductCatalog {
         if configuration.contentFolder.hasPrefix("s3://") {
             do {
                 return try await BucketCatalog(configuration).loader.load()

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Reads `products.json`, validates every entry against the content folder, and hashes the
-/// files (through the digest cache), producing a `Catalog` or every problem found.
+/// files (through the digest cache), producing a `ProductCatalog` or every problem found.
 public struct CatalogLoader: Sendable {
     public let catalogFolder: String
     public let jail: ContentJail
@@ -17,7 +17,7 @@ public struct CatalogLoader: Sendable {
     public var productsFile: String { catalogFolder + "/products.json" }
 
     /// Loads and validates the catalogue. Blocking (reads and hashes files): call off the event loop.
-    public func load() throws(CatalogError) -> Catalog {
+    public func load() throws(CatalogError) -> ProductCatalog {
         guard let stamp = FileStamp.of(path: productsFile), let data = FileManager.default.contents(atPath: productsFile) else {
             throw CatalogError(["\(productsFile) cannot be read (missing, or no permission)"])
         }
@@ -53,7 +53,7 @@ public struct CatalogLoader: Sendable {
     }
 
     /// Validates decoded entries; used by `load()` and by `catalog add` before it writes.
-    public func validate(_ file: CatalogFile, productsFileStamp: FileStamp? = nil) throws(CatalogError) -> Catalog {
+    public func validate(_ file: CatalogFile, productsFileStamp: FileStamp? = nil) throws(CatalogError) -> ProductCatalog {
         var problems: [String] = []
         var products: [Product] = []
         var firstPosition: [String: Int] = [:]
@@ -102,7 +102,7 @@ public struct CatalogLoader: Sendable {
         guard problems.isEmpty else { throw CatalogError(problems) }
         try? digests.save(keeping: hashed)
         do {
-            return try Catalog(products: products, watchedFiles: watched)
+            return try ProductCatalog(products: products, watchedFiles: watched)
         } catch {
             throw CatalogError(["the catalogue could not be encoded: \(error)"])
         }

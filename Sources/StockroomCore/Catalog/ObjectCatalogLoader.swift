@@ -38,14 +38,14 @@ public struct ObjectCatalogLoader: Sendable {
     }
 
     /// Loads, checks and hashes the whole catalogue.
-    public func load() async throws(CatalogError) -> Catalog {
+    public func load() async throws(CatalogError) -> ProductCatalog {
         let (bytes, stamp, etag) = try await readCatalog()
         return try await validate(try CatalogFile.decode(bytes), catalogStamp: stamp, catalogETag: etag)
     }
 
     /// Whether `products.json` or any object moved since `current` was loaded; nil when the
     /// store could not say (the last good catalogue keeps serving).
-    public func changed(since current: Catalog) async -> Bool? {
+    public func changed(since current: ProductCatalog) async -> Bool? {
         switch catalog {
         case .file(let path):
             if FileStamp.of(path: path) != current.watchedFiles[path] { return true }
@@ -70,7 +70,7 @@ public struct ObjectCatalogLoader: Sendable {
     }
 
     /// Checks decoded entries, heads their objects and hashes those not hashed at their ETag.
-    public func validate(_ file: CatalogFile, catalogStamp: FileStamp? = nil, catalogETag: String? = nil) async throws(CatalogError) -> Catalog {
+    public func validate(_ file: CatalogFile, catalogStamp: FileStamp? = nil, catalogETag: String? = nil) async throws(CatalogError) -> ProductCatalog {
         var problems: [String] = []
         var firstPosition: [String: Int] = [:]
         var accepted: [(entry: CatalogFile.Entry, name: String, type: ProductType, key: String)] = []
@@ -138,7 +138,7 @@ public struct ObjectCatalogLoader: Sendable {
         var files: [String: FileStamp] = [:]
         if case .file(let path) = catalog, let catalogStamp { files[path] = catalogStamp }
         do {
-            return try Catalog(products: products, watchedFiles: files, watchedObjects: watched, catalogObjectETag: catalogETag)
+            return try ProductCatalog(products: products, watchedFiles: files, watchedObjects: watched, catalogObjectETag: catalogETag)
         } catch {
             throw CatalogError(["the catalogue could not be encoded: \(error)"])
         }

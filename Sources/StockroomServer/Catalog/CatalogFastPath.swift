@@ -24,7 +24,7 @@ final class CatalogAnswer: Sendable {
     let fullHead: ByteBuffer
     let notModifiedHead: ByteBuffer
 
-    init(_ catalog: Catalog) {
+    init(_ catalog: ProductCatalog) {
         etag = catalog.etag
         body = ByteBuffer(bytes: catalog.body)
         notModified = Self.fields(etag: etag)

@@ -16,25 +16,25 @@ public final class CatalogStore: Sendable {
 
     public let source: Source
     /// The catalogue, and its `GET /v1/catalog` answer rendered once (`CatalogFastPath`).
-    private let current: Mutex<(catalog: Catalog, answer: CatalogAnswer)>
+    private let current: Mutex<(catalog: ProductCatalog, answer: CatalogAnswer)>
     /// The file stamps of the last failed reload, so one bad edit is logged once, not every poll.
     private let failedSnapshot = Mutex<[String: FileStamp?]?>(nil)
     /// For a bucket, the problems of the last failed reload (or why the store could not be
     /// read), so that they are logged once, not at every poll.
     private let lastBucketFailure = Mutex<String?>(nil)
 
-    public init(catalog: Catalog, loader: CatalogLoader) {
+    public init(catalog: ProductCatalog, loader: CatalogLoader) {
         self.source = .folder(loader)
         self.current = Mutex((catalog, CatalogAnswer(catalog)))
     }
 
-    public init(catalog: Catalog, objects: ObjectCatalogLoader) {
+    public init(catalog: ProductCatalog, objects: ObjectCatalogLoader) {
         self.source = .bucket(objects)
         self.current = Mutex((catalog, CatalogAnswer(catalog)))
     }
 
     /// The catalogue to answer this request with.
-    public var catalog: Catalog { current.withLock { $0.catalog } }
+    public var catalog: ProductCatalog { current.withLock { $0.catalog } }
 
     /// The `GET /v1/catalog` answer of the catalogue being served.
     var answer: CatalogAnswer { current.withLock { $0.answer } }
@@ -124,7 +124,7 @@ public final class CatalogStore: Sendable {
 
     private enum ReloadOutcome: Sendable {
         case unchanged
-        case loaded(Catalog)
+        case loaded(ProductCatalog)
         case failed(CatalogError)
     }
 }

@@ -58,13 +58,13 @@ public struct Doctor: Sendable {
     // MARK: Local checks
 
     /// Loads the catalogue as `serve` would (every file hashed; the digest cache is not written).
-    func catalogue() async -> (Finding, Catalog?) {
+    func catalogue() async -> (Finding, ProductCatalog?) {
         let configuration = self.configuration
         if configuration.contentFolder.hasPrefix("s3://") || configuration.catalogFolder.hasPrefix("s3://") {
             return (await bucket(), nil)
         }
         do {
-            let catalog = try await NIOThreadPool.catalog.runIfActive { () throws -> Catalog in
+            let catalog = try await NIOThreadPool.catalog.runIfActive { () throws -> ProductCatalog in
                 let jail = try ContentJail(folder: configuration.contentFolder)
                 return try CatalogLoader(catalogFolder: configuration.catalogFolder, jail: jail, digests: DigestCache(file: nil)).load()
             }
@@ -146,7 +146,7 @@ public struct Doctor: Sendable {
         }
     }
 
-    func sharedSecret(_ catalog: Catalog?) -> Finding {
+    func sharedSecret(_ catalog: ProductCatalog?) -> Finding {
         if configuration.sharedSecret != nil { return Finding(check: "shared secret", passed: true, detail: "set") }
         if configuration.upstream == .simulator { return Finding(check: "shared secret", passed: true, detail: "the simulator needs none") }
         // Receipts are always accepted; Apple needs the password for auto-renewable subscriptions.

@@ -34,7 +34,7 @@ struct RestoreController<Context: ClientAddressContext> {
 
     /// One entry per product: its newest restored transaction, with a token for it.
     static func response(_ report: RestoreReport) throws -> Response {
-        var newest: [String: RestoredPurchase] = [:]
+        var newest: [String: RestoredFulfilment] = [:]
         var order: [String] = []
         for purchase in report.restored {
             if newest[purchase.fulfilment.productID] == nil { order.append(purchase.fulfilment.productID) }

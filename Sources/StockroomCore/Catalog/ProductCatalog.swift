@@ -2,7 +2,7 @@ import Foundation
 
 /// A validated catalogue: the products in file order, their version, and the JSON bodies of
 /// the catalogue endpoints, rendered once per version so a request only copies bytes.
-public struct Catalog: Sendable {
+public struct ProductCatalog: Sendable {
     public let products: [Product]
     /// Changes whenever any product field, file size or digest changes.
     public let version: String
