@@ -34,7 +34,7 @@ struct FulfilmentsCommand: AsyncParsableCommand {
 
         func run() async throws {
             if state == "pending" { return try await listPending() }
-            var filter = FulfilmentFilter(productID: product, limit: max(1, limit))
+            var filter = FulfilmentListQuery(productID: product, limit: max(1, limit))
             if let state {
                 guard let parsed = FulfilmentState(rawValue: state) else {
                     throw ValidationError("state must be one of \(FulfilmentState.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -49,7 +49,7 @@ struct FulfilmentsCommand: AsyncParsableCommand {
             let rows = try await OperatorContext(options: options).ledger.list(filter)
             if unfinished, !json { return try await listUnfinished(rows) }
             if json {
-                print(OperatorJSON.string(rows.map { FulfilmentView($0) }))
+                print(OperatorJSON.string(rows.map { OperatorFulfilment($0) }))
                 return
             }
             let header = ["TRANSACTION", "STATE", "PRODUCT", "ENV", "ATTEMPTS", "BYTES", "UPDATED"]
@@ -65,7 +65,7 @@ struct FulfilmentsCommand: AsyncParsableCommand {
 
         /// Transactions waiting for Finish Transaction, with the queued call's state.
         private func listUnfinished(_ rows: [Fulfilment]) async throws {
-            let calls = try await OperatorContext(options: options).ledger.serverCalls(ServerCallFilter(kind: .finish, status: .queued, limit: 1_000_000))
+            let calls = try await OperatorContext(options: options).ledger.serverCalls(ServerCallListQuery(kind: .finish, status: .queued, limit: 1_000_000))
             let byTransaction = Dictionary(calls.map { ($0.transactionID, $0) }, uniquingKeysWith: { first, _ in first })
             let header = ["TRANSACTION", "STATE", "PRODUCT", "ENV", "TRIES", "NEXT TRY", "LAST ERROR"]
             let table = rows.map { row in
@@ -110,7 +110,7 @@ struct FulfilmentsCommand: AsyncParsableCommand {
         func run() async throws {
             let ledger = try OperatorContext(options: options).ledger
             guard let row = try await ledger.fulfilment(transactionId) else { fail("no transaction \(transactionId) in the ledger") }
-            let view = FulfilmentView(row, attempts: try await ledger.attempts(of: transactionId))
+            let view = OperatorFulfilment(row, attempts: try await ledger.attempts(of: transactionId))
             if json {
                 print(OperatorJSON.string(view))
                 return

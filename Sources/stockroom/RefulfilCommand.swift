@@ -66,7 +66,7 @@ struct RefulfilCommand: AsyncParsableCommand {
             if let transactionId {
                 ids = [transactionId]
             } else {
-                ids = try await context.ledger.list(FulfilmentFilter(states: [.rejected], limit: 1_000_000)).map(\.transactionID)
+                ids = try await context.ledger.list(FulfilmentListQuery(states: [.rejected], limit: 1_000_000)).map(\.transactionID)
             }
             let progress = ProgressBar(enabled: ids.count > 1 && !json)
             for (index, id) in ids.enumerated() {

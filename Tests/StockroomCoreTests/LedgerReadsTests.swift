@@ -78,13 +78,13 @@ import Testing
                             revokedAt: nil, revokedByOperatorAt: nil, revokedByRefundAt: nil)))
             }
             let ids = { (rows: [Fulfilment]) in rows.map(\.transactionID) }
-            #expect(ids(try await test.ledger.list(FulfilmentFilter())) == ["0", "1", "2", "3"], "last changed first")
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(states: [.delivered, .acknowledged]))) == ["1", "2", "3"])
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(states: []))) == [])
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(productID: "com.example.other"))) == ["3"])
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(since: at(8)))) == ["0", "1", "2"])
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(limit: 2))) == ["0", "1"])
-            #expect(ids(try await test.ledger.list(FulfilmentFilter(limit: -1))) == [])
+            #expect(ids(try await test.ledger.list(FulfilmentListQuery())) == ["0", "1", "2", "3"], "last changed first")
+            #expect(ids(try await test.ledger.list(FulfilmentListQuery(states: [.delivered, .acknowledged]))) == ["1", "2", "3"])
+            #expect(ids(try await test.ledger.list(FulfilmentListQuery(states: []))) == [])
+            #expect(ids(try await test.ledger.list(FulfilmentListQuery(productID: "com.example.other"))) == ["3"])
+            #expect(ids(try await test.ledger.list(FulfilmentListQuery(since: at(8)))) == ["0", "1", "2"])
+            #expect(ids(try await test.ledger.list(FulfilmentListQuery(limit: 2))) == ["0", "1"])
+            #expect(ids(try await test.ledger.list(FulfilmentListQuery(limit: -1))) == [])
             #expect(try await test.ledger.stateCounts() == [.verified: 1, .delivered: 2, .acknowledged: 1])
             let insights = test.ledger
             let page = try await insights.fulfilmentPage(FulfilmentPageQuery(state: .delivered, page: 2, pageSize: 1))

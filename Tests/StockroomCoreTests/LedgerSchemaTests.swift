@@ -90,7 +90,7 @@ import Testing
                 try await runner.execute(.insert(row))
                 #expect(try await test.ledger.fulfilment(row.transactionID) == row)
             }
-            #expect(try await test.ledger.list(FulfilmentFilter()).sorted { $0.transactionID < $1.transactionID } == [full, bare])
+            #expect(try await test.ledger.list(FulfilmentListQuery()).sorted { $0.transactionID < $1.transactionID } == [full, bare])
         }
     }
 }

@@ -187,7 +187,7 @@ import Testing
                     return try await group.reduce(into: [LedgerDecision]()) { $0.append($1) }
                 }
                 #expect(decisions.allSatisfy { if case .entitled = $0 { true } else { false } })
-                let rows = try await test.ledger.list(FulfilmentFilter())
+                let rows = try await test.ledger.list(FulfilmentListQuery())
                 #expect(rows.count == 1)
                 #expect(rows.first?.attempts == 32)
             }

@@ -25,20 +25,20 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func aFinishIsQueuedOnAcknowledgementOnceAndNotBefore(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine, finishOn: .acknowledged) { test in
             try await Self.deliver(test.ledger, "1", acknowledge: false)
-            #expect(try await test.ledger.serverCalls(ServerCallFilter()).isEmpty)
+            #expect(try await test.ledger.serverCalls(ServerCallListQuery()).isEmpty)
             _ = try await test.ledger.acknowledge("1", productID: "com.example.book", now: Self.now)
             _ = try await test.ledger.acknowledge("1", productID: "com.example.book", now: Self.now)
-            let calls = try await test.ledger.serverCalls(ServerCallFilter())
+            let calls = try await test.ledger.serverCalls(ServerCallListQuery())
             #expect(calls.map(\.kind) == [.finish])
             #expect(calls.first?.environment == .production)
-            #expect(try await test.ledger.list(FulfilmentFilter(unfinished: true)).map(\.transactionID) == ["1"])
+            #expect(try await test.ledger.list(FulfilmentListQuery(unfinished: true)).map(\.transactionID) == ["1"])
         }
     }
 
     @Test(arguments: LedgerEngine.allCases) func withoutATriggerNothingIsQueued(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { test in
             try await Self.deliver(test.ledger, "1", acknowledge: true)
-            #expect(try await test.ledger.serverCalls(ServerCallFilter()).isEmpty)
+            #expect(try await test.ledger.serverCalls(ServerCallListQuery()).isEmpty)
         }
     }
 
@@ -58,10 +58,10 @@ import Testing
             #expect(again.first?.lastError == "HTTP 503")
             try await test.ledger.completeServerCall(id, .sent(body: nil), now: later)
             #expect(try await test.ledger.fulfilment("1")?.finishedAt != nil)
-            #expect(try await test.ledger.list(FulfilmentFilter(unfinished: true)).isEmpty)
+            #expect(try await test.ledger.list(FulfilmentListQuery(unfinished: true)).isEmpty)
             // A settled call stays settled.
             try await test.ledger.completeServerCall(id, .retry(error: "late", retryAt: later), now: later)
-            #expect(try await test.ledger.serverCalls(ServerCallFilter()).first?.status == .sent)
+            #expect(try await test.ledger.serverCalls(ServerCallListQuery()).first?.status == .sent)
         }
     }
 
@@ -88,7 +88,7 @@ import Testing
             #expect(try await test.ledger.queueConsumptionAnswer("no", environment: .production, requestedBy: "u3", now: Self.now) == .skippedNoConsent)
             #expect(try await test.ledger.queueConsumptionAnswer("no", environment: .production, requestedBy: "u4", now: Self.now) == .alreadyAnswered)
             #expect(try await test.ledger.queueConsumptionAnswer("unknown", environment: .sandbox, requestedBy: "u5", now: Self.now) == .skippedNoConsent)
-            let calls = try await test.ledger.serverCalls(ServerCallFilter(kind: .consumption))
+            let calls = try await test.ledger.serverCalls(ServerCallListQuery(kind: .consumption))
             #expect(calls.count == 3)
             // Only the consented one is ever leased.
             let leased = try await test.ledger.leaseServerCalls(limit: 10, until: Self.now.addingTimeInterval(60), now: Self.now)

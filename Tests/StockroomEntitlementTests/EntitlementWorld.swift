@@ -131,12 +131,12 @@ final class EntitlementWorld {
     }
 
     private func states() async throws -> [String: FulfilmentState] {
-        Dictionary(uniqueKeysWithValues: try await ledger.list(FulfilmentFilter(limit: 100_000)).map { ($0.transactionID, $0.state) })
+        Dictionary(uniqueKeysWithValues: try await ledger.list(FulfilmentListQuery(limit: 100_000)).map { ($0.transactionID, $0.state) })
     }
 
     /// The product rule and the revocation rule over every row.
     private func checkRules(before: [String: FulfilmentState], liftsAllowed: Bool, step: Int) async throws {
-        for row in try await ledger.list(FulfilmentFilter(limit: 100_000)) {
+        for row in try await ledger.list(FulfilmentListQuery(limit: 100_000)) {
             #expect(truth[row.transactionID] == row.productID, "row \(row.transactionID) records another product than Apple sold (step \(step))")
             if before[row.transactionID] == .revoked, row.state != .revoked {
                 #expect(liftsAllowed, "\(row.transactionID) came back from revoked without reinstate or REFUND_REVERSED (step \(step))")

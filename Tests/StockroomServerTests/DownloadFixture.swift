@@ -84,7 +84,7 @@ struct DownloadFixture: Sendable {
     /// Every row and attempt, to show that a refused request changed nothing.
     func snapshot() async throws -> [String] {
         var lines: [String] = []
-        for row in try await ledger.list(FulfilmentFilter(limit: 10_000)).sorted(by: { $0.transactionID < $1.transactionID }) {
+        for row in try await ledger.list(FulfilmentListQuery(limit: 10_000)).sorted(by: { $0.transactionID < $1.transactionID }) {
             lines.append("\(row.transactionID) \(row.state.rawValue) attempts=\(row.attempts) bytes=\(row.bytesDelivered) error=\(row.lastError ?? "")")
             for attempt in try await ledger.attempts(of: row.transactionID) {
                 lines.append("  \(attempt.rangeStart ?? -1)-\(attempt.rangeEnd ?? -1) \(attempt.bytes) \(attempt.outcome.rawValue)")
@@ -111,7 +111,7 @@ struct DownloadFixture: Sendable {
     }
 
     private func everyAttemptLogged() async throws -> Bool {
-        for row in try await ledger.list(FulfilmentFilter(limit: 10_000)) {
+        for row in try await ledger.list(FulfilmentListQuery(limit: 10_000)) {
             let logged = try await ledger.attempts(of: row.transactionID).count
             if logged < min(row.attempts, DownloadAttempt.keptPerTransaction) { return false }
         }

@@ -40,7 +40,7 @@ import Testing
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             for _ in 0..<3 { #expect(try await fixture.post(purchase).status == .ok) }
             #expect(try await fixture.eventually { try await fixture.ledger.attempts(of: purchase.transactionId).count == 3 })
-            let rows = try await fixture.ledger.list(FulfilmentFilter())
+            let rows = try await fixture.ledger.list(FulfilmentListQuery())
             #expect(rows.count == 1)
             #expect(rows.first?.attempts == 3)
             let calls = try await fixture.control.calls()

@@ -39,15 +39,15 @@ import Testing
                         let ack = try await client.execute(
                             uri: "/v1/downloads/\(purchase.transactionId)/ack", method: .post, headers: [.authorization: "Bearer \(token)"])
                         #expect(ack.status == .ok)
-                        #expect(try await LifecycleTests.eventually { try await ledger.serverCalls(ServerCallFilter(kind: .finish)).first?.attempts ?? 0 >= 1 })
-                        let waiting = try await ledger.list(FulfilmentFilter(unfinished: true))
+                        #expect(try await LifecycleTests.eventually { try await ledger.serverCalls(ServerCallListQuery(kind: .finish)).first?.attempts ?? 0 >= 1 })
+                        let waiting = try await ledger.list(FulfilmentListQuery(unfinished: true))
                         #expect(waiting.map(\.transactionID) == [purchase.transactionId])
                     }
                 }
                 // Stopped with the call queued; Apple comes back; a new server starts on the same ledger.
                 _ = try await control.client.execute(uri: "/sim/faults", method: .delete)
                 try await configured.withLedger { ledger in
-                    let call = try #require(try await ledger.serverCalls(ServerCallFilter(kind: .finish)).first)
+                    let call = try #require(try await ledger.serverCalls(ServerCallListQuery(kind: .finish)).first)
                     #expect(call.status == .queued)
                     #expect(try await ledger.fulfilment(purchase.transactionId)?.finishedAt == nil)
                 }
@@ -55,9 +55,9 @@ import Testing
                     try await configured.withLedger { ledger in
                         let finished = try await LifecycleTests.eventually(seconds: 20) { try await ledger.fulfilment(purchase.transactionId)?.finishedAt != nil }
                         #expect(finished)
-                        let unfinished = try await ledger.list(FulfilmentFilter(unfinished: true))
+                        let unfinished = try await ledger.list(FulfilmentListQuery(unfinished: true))
                         #expect(unfinished.isEmpty)
-                        let calls = try await ledger.serverCalls(ServerCallFilter(kind: .finish))
+                        let calls = try await ledger.serverCalls(ServerCallListQuery(kind: .finish))
                         #expect(calls.first?.status == .sent)
                     }
                 }

@@ -65,7 +65,7 @@ import Testing
             #expect(try await Self.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.finishedAt != nil })
             let status = try DownloadFixture.json(try await fixture.get("/v1/downloads/\(purchase.transactionId)", token: token))
             #expect(status["finishedByServer"] as? Bool == true)
-            let calls = try await fixture.ledger.serverCalls(ServerCallFilter(kind: .finish, transactionID: purchase.transactionId))
+            let calls = try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .finish, transactionID: purchase.transactionId))
             #expect(calls.map(\.status) == [.sent])
         }
     }
@@ -75,7 +75,7 @@ import Testing
             let (purchase, token) = try await Self.buyAndDownload(fixture)
             try await Task.sleep(for: .milliseconds(500))
             #expect(try await Self.apple(fixture, purchase.transactionId)["finished"] as? Bool == false)
-            #expect(try await fixture.ledger.serverCalls(ServerCallFilter(kind: .finish)).isEmpty)
+            #expect(try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .finish)).isEmpty)
             let status = try DownloadFixture.json(try await fixture.get("/v1/downloads/\(purchase.transactionId)", token: token))
             #expect(status["finishedByServer"] as? Bool == false)
         }
@@ -88,7 +88,7 @@ import Testing
             // The acknowledgement afterwards queues nothing new: one finish per transaction.
             #expect(try await fixture.ack(purchase.transactionId, token: token).status == .ok)
             try await Task.sleep(for: .milliseconds(300))
-            #expect(try await fixture.ledger.serverCalls(ServerCallFilter(kind: .finish)).count == 1)
+            #expect(try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .finish)).count == 1)
         }
     }
 
@@ -97,7 +97,7 @@ import Testing
             let (purchase, token) = try await Self.buyAndDownload(fixture)
             #expect(try await fixture.ack(purchase.transactionId, token: token).status == .ok)
             try await Task.sleep(for: .milliseconds(300))
-            #expect(try await fixture.ledger.serverCalls(ServerCallFilter()).isEmpty)
+            #expect(try await fixture.ledger.serverCalls(ServerCallListQuery()).isEmpty)
             #expect(try await Self.apple(fixture, purchase.transactionId)["finished"] as? Bool == false)
         }
     }
@@ -107,12 +107,12 @@ import Testing
             let (purchase, token) = try await Self.buyAndDownload(fixture)
             try await fixture.control.fault(["kind": "http-status", "status": 429, "retryAfterSeconds": 1, "count": 1, "endpoint": "finish"])
             #expect(try await fixture.ack(purchase.transactionId, token: token).status == .ok)
-            #expect(try await Self.eventually { try await fixture.ledger.serverCalls(ServerCallFilter(kind: .finish)).first?.attempts == 1 })
-            let waiting = try #require(try await fixture.ledger.serverCalls(ServerCallFilter(kind: .finish)).first)
+            #expect(try await Self.eventually { try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .finish)).first?.attempts == 1 })
+            let waiting = try #require(try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .finish)).first)
             #expect(waiting.status == .queued)
             #expect(waiting.lastError?.contains("429") == true)
             #expect(try await Self.eventually { try await Self.apple(fixture, purchase.transactionId)["finished"] as? Bool == true })
-            #expect(try await fixture.ledger.serverCalls(ServerCallFilter(kind: .finish)).first?.status == .sent)
+            #expect(try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .finish)).first?.status == .sent)
         }
     }
 
@@ -134,7 +134,7 @@ import Testing
             #expect(body["customerConsented"] as? Bool == true)
             #expect(body["sampleContentProvided"] as? Bool == false)
             #expect(body["refundPreference"] as? String == "DECLINE")
-            let calls = try await fixture.ledger.serverCalls(ServerCallFilter(kind: .consumption))
+            let calls = try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .consumption))
             #expect(calls.count == 1)
             #expect(calls.first?.status == .sent)
             #expect(calls.first?.body?.contains("\"DELIVERED\"") == true)
@@ -148,7 +148,7 @@ import Testing
             #expect(try await Self.deliver(fixture, request).status == .ok)
             try await Task.sleep(for: .milliseconds(500))
             #expect(try await Self.apple(fixture, purchase.transactionId)["consumptionAnswers"] as? Int == 0)
-            let calls = try await fixture.ledger.serverCalls(ServerCallFilter(kind: .consumption))
+            let calls = try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .consumption))
             #expect(calls.map(\.status) == [.skipped])
             #expect(calls.first?.lastError?.contains("consent") == true)
         }

@@ -15,7 +15,7 @@ public protocol LedgerViews: Sendable {
     /// One transaction's row.
     func fulfilment(_ transactionID: String) async throws -> Fulfilment?
     /// Rows matching `filter`, last changed first.
-    func list(_ filter: FulfilmentFilter) async throws -> [Fulfilment]
+    func list(_ filter: FulfilmentListQuery) async throws -> [Fulfilment]
     /// A transaction's logged download attempts, oldest first.
     func attempts(of transactionID: String) async throws -> [DownloadAttempt]
     /// How many fulfilments are in each state (states with none are absent): for `/metrics`.
@@ -66,7 +66,7 @@ public protocol ServerCallQueue: Sendable {
     /// Settles a leased call; a sent finish stamps its transaction's `finished_at`.
     func completeServerCall(_ id: Int64, _ result: ServerCallResult, now: Date) async throws
     /// Calls on record, newest first.
-    func serverCalls(_ filter: ServerCallFilter) async throws -> [ServerCall]
+    func serverCalls(_ filter: ServerCallListQuery) async throws -> [ServerCall]
 }
 
 /// The App Store Server Notifications applied, once per UUID, kept verbatim for audit.

@@ -15,7 +15,7 @@ extension LedgerStatement {
     }
 
     /// Fulfilments matching `filter`, last changed first.
-    public static func fulfilments(_ filter: FulfilmentFilter) -> LedgerStatement {
+    public static func fulfilments(_ filter: FulfilmentListQuery) -> LedgerStatement {
         var filters = Filters()
         if let states = filter.states {
             let placeholders = Array(repeating: "?", count: states.count).joined(separator: ", ")
@@ -118,7 +118,7 @@ extension LedgerStatement {
     }
 
     /// Owed calls matching `filter`, newest first.
-    public static func serverCalls(_ filter: ServerCallFilter) -> LedgerStatement {
+    public static func serverCalls(_ filter: ServerCallListQuery) -> LedgerStatement {
         var filters = Filters()
         if let kind = filter.kind { filters.add("kind = ?", [kind]) }
         if let status = filter.status { filters.add("status = ?", [status]) }

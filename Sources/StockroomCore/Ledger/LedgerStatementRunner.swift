@@ -29,7 +29,7 @@ extension LedgerViews where Self: LedgerStatementRunner {
         try await fetch(.fulfilment(transactionID), as: Fulfilment.self).first
     }
 
-    public func list(_ filter: FulfilmentFilter) async throws -> [Fulfilment] {
+    public func list(_ filter: FulfilmentListQuery) async throws -> [Fulfilment] {
         try await fetch(.fulfilments(filter), as: Fulfilment.self)
     }
 
@@ -110,7 +110,7 @@ extension ServerCallQueue where Self: LedgerStatementRunner {
             .sorted { ($0.dueAt, $0.id ?? 0) < ($1.dueAt, $1.id ?? 0) }
     }
 
-    public func serverCalls(_ filter: ServerCallFilter) async throws -> [ServerCall] {
+    public func serverCalls(_ filter: ServerCallListQuery) async throws -> [ServerCall] {
         try await fetch(.serverCalls(filter), as: ServerCall.self)
     }
 }

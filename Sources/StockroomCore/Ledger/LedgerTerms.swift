@@ -1,7 +1,7 @@
 import Foundation
 
 /// Which owed calls to list.
-public struct ServerCallFilter: Sendable, Equatable {
+public struct ServerCallListQuery: Sendable, Equatable {
     public var kind: ServerCall.Kind?
     public var status: ServerCall.Status?
     public var transactionID: String?
@@ -163,7 +163,7 @@ public struct NotificationRecord: Sendable, Equatable, Codable {
 }
 
 /// Which fulfilments to list.
-public struct FulfilmentFilter: Sendable, Equatable {
+public struct FulfilmentListQuery: Sendable, Equatable {
     public var states: Set<FulfilmentState>?
     public var productID: String?
     /// Only those updated at or after this time.

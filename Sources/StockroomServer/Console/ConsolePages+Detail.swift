@@ -13,7 +13,7 @@ extension ConsolePages {
         }
         let attempts = try await ledger.attempts(of: transactionID)
         let notifications = try await ledger.notifications(transactionID: transactionID, originalTransactionID: row.originalTransactionID, limit: 50)
-        let calls = try await ledger.serverCalls(ServerCallFilter(transactionID: transactionID, limit: 10))
+        let calls = try await ledger.serverCalls(ServerCallListQuery(transactionID: transactionID, limit: 10))
         let id = HTML.escape(row.transactionID)
 
         var body = "<h1>Transaction <code>\(id)</code> <span class=\"state state-\(row.state.rawValue)\" id=\"state\">\(row.state.rawValue)</span></h1>\n"

@@ -27,7 +27,7 @@ struct AdminController<Context: RequestContext> {
     }
 
     @Sendable func list(_ request: Request, context: Context) async throws -> FulfilmentList {
-        var filter = FulfilmentFilter(productID: request.uri.queryParameters.get("product"))
+        var filter = FulfilmentListQuery(productID: request.uri.queryParameters.get("product"))
         if let state = request.uri.queryParameters.get("state") {
             guard let parsed = FulfilmentState(rawValue: state) else { throw AdminError.badRequest("unknown state \"\(state)\"") }
             filter.states = [parsed]
@@ -40,13 +40,13 @@ struct AdminController<Context: RequestContext> {
             guard let value = Int(limit), (1...10_000).contains(value) else { throw AdminError.badRequest("limit must be 1–10000") }
             filter.limit = value
         }
-        return FulfilmentList(fulfilments: try await ledger.list(filter).map { FulfilmentView($0) })
+        return FulfilmentList(fulfilments: try await ledger.list(filter).map { OperatorFulfilment($0) })
     }
 
-    @Sendable func show(_ request: Request, context: Context) async throws -> FulfilmentView {
+    @Sendable func show(_ request: Request, context: Context) async throws -> OperatorFulfilment {
         let id = try Self.transactionID(context)
         guard let row = try await ledger.fulfilment(id) else { throw DownloadError.refused(.unknownTransaction(id)) }
-        return FulfilmentView(row, attempts: try await ledger.attempts(of: id))
+        return OperatorFulfilment(row, attempts: try await ledger.attempts(of: id))
     }
 
     @Sendable func refulfil(_ request: Request, context: Context) async throws -> Reverification {
@@ -136,7 +136,7 @@ struct AdminController<Context: RequestContext> {
 // The admin API's answers, written by the context's `OperatorJSONEncoder`. Names are the JSON keys.
 
 struct FulfilmentList: ResponseEncodable {
-    var fulfilments: [FulfilmentView]
+    var fulfilments: [OperatorFulfilment]
 }
 
 struct PendingProofList: ResponseEncodable {
@@ -153,7 +153,7 @@ struct Reinstated: ResponseEncodable {
     var state: String
 }
 
-extension FulfilmentView: ResponseEncodable {}
+extension OperatorFulfilment: ResponseEncodable {}
 extension Reverification: ResponseEncodable {}
 
 /// The body of revoke and reinstate.

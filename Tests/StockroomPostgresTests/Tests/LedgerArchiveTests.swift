@@ -44,7 +44,7 @@ import Testing
                 #expect(try copy.jsonLines() == lines, "microseconds survive PostgreSQL to PostgreSQL")
                 #expect(try await target.notificationSeen("n-1"))
                 #expect(try await target.storedNotification("n-1")?.signedPayload == "a.b.c")
-                #expect(try await target.serverCalls(ServerCallFilter()).map(\.requestedBy) == ["n-2"])
+                #expect(try await target.serverCalls(ServerCallListQuery()).map(\.requestedBy) == ["n-2"])
                 #expect(try await target.fulfilment("7")?.state == .revoked)
                 let error = await #expect(throws: LedgerArchive.Malformed.self) { try await target.restore(archive) }
                 #expect(error?.description.contains("not empty") == true)

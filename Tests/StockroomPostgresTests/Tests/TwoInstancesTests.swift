@@ -69,7 +69,7 @@ import Testing
             }
             #expect(answers.map(\.status) == Array(repeating: 200, count: 32))
             try await PostgresPool(address: address, poolSize: 2, checkoutTimeout: .seconds(30), logger: ScratchPostgres.quiet).running { database in
-                let rows = try await PostgresLedger(database: database).list(FulfilmentFilter())
+                let rows = try await PostgresLedger(database: database).list(FulfilmentListQuery())
                 #expect(rows.map(\.transactionID) == [purchase.transactionId], "one entitlement")
                 #expect(rows.first?.attempts == 32, "every claim counted once")
             }

@@ -2,7 +2,7 @@ import Foundation
 
 /// A fulfilment as operators see it (CLI and admin API): everything but the proof itself, which
 /// is shown only by length and digest. Property names are the JSON keys.
-public struct FulfilmentView: Encodable, Sendable, Equatable {
+public struct OperatorFulfilment: Encodable, Sendable, Equatable {
     public var transactionId: String
     public var originalTransactionId: String
     public var productId: String
