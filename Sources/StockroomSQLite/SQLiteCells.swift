@@ -45,7 +45,7 @@ extension LedgerValue {
 }
 
 /// A time as GRDB stores a `Date` (`yyyy-MM-dd HH:mm:ss.SSS`, UTC, to the nearest millisecond), written
-/// without GRDB's `DateFormatter`: ICU's formatting was a fifth of each download's statement
+/// without GRDB's `DateFormatter`, whose ICU formatting costs a fifth of a download's statement
 /// binding. Times outside years 1970...9999 go through GRDB itself.
 enum SQLiteTime {
     static func databaseValue(_ date: Date) -> DatabaseValue {

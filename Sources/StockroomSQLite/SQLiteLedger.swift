@@ -69,7 +69,7 @@ public struct SQLiteLedger: Ledger, LedgerStatementRunner {
     /// Runs one of the ledger's shared statements in `db` and reads each row it returns as `Record`.
     public static func fetch<Record: LedgerRecord>(_ statement: LedgerStatement, as type: Record.Type, _ db: Database) throws -> [Record] {
         let prepared = try db.cachedStatement(sql: statement.sql)
-        // A closure, not a key path: the key path was instantiated on every call, half of binding's time.
+        // A closure, not a key path: a key path here is instantiated on every call, half of binding's time.
         try prepared.setArguments(StatementArguments(statement.arguments.map { $0.databaseValue }))
         guard prepared.columnCount > 0 else {
             try prepared.execute()

@@ -5,7 +5,7 @@ import CCRC32C
 ///
 /// Streaming an object, Stockroom checks each whole body against the CRC-32C it computed beside
 /// the SHA-256 it publishes: SHA-256 runs at 1.8 GB/s here, the `crc32` instruction at about
-/// twenty, so the check no longer costs a stream half its speed. The SHA-256 stays what clients
+/// twenty, so the check costs a stream little of its speed. The SHA-256 stays what clients
 /// verify (`Repr-Digest`).
 public struct CRC32C: Sendable, Equatable {
     /// The checksum of the bytes so far.

@@ -68,8 +68,8 @@ public struct VerifiedProof: Sendable, Equatable {
     }
 
     /// The JWS without the ASCII white space a client may wrap it in. A JWS is ASCII, so nothing
-    /// else can be trimmed; the text is returned as it is when there is none (Foundation's
-    /// `trimmingCharacters` copied it through `NSString`, a tenth of a warm download's time).
+    /// else can be trimmed; the text is returned as it is when there is none. (Foundation's
+    /// `trimmingCharacters` copies it through `NSString`: a tenth of a warm download's time.)
     static func trimmed(_ jws: String) -> String {
         let bytes = jws.utf8
         let isSpace = { (byte: UInt8) in byte == 0x20 || (0x09...0x0D).contains(byte) }

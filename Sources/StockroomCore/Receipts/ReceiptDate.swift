@@ -1,8 +1,8 @@
 import Foundation
 
 /// An app receipt's RFC 3339 dates (`2026-11-22T05:43:23Z`). The form receipts use is read
-/// directly; anything else goes to Foundation's ISO 8601 parser, which decides. Foundation's
-/// parser alone was a tenth of reading a receipt.
+/// directly (Foundation's parser costs a tenth of reading a receipt); anything else goes to
+/// Foundation's ISO 8601 parser, which decides.
 enum ReceiptDate {
     static func parse(_ text: String) -> Date? {
         var text = text

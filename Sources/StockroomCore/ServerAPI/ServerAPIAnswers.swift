@@ -86,7 +86,7 @@ struct ServerAPITokenClaims: Encodable {
     }
 }
 
-/// A JSON body Stockroom sends upstream: sorted keys, as before.
+/// A JSON body Stockroom sends upstream, with sorted keys.
 enum UpstreamBody {
     static func encode(_ value: some Encodable) -> [UInt8]? {
         let encoder = JSONEncoder()

@@ -70,9 +70,9 @@ public struct JWSVerifier: Sendable {
     /// The verification: the payload is read once, as `type` and for its `signedDate` together,
     /// and used only once the signature has verified.
     private func verified<Payload: Decodable>(_ jws: String, as type: Payload.Type) -> Result<Signed<Payload>, JWSFailure> {
-        // On the bytes in place: a StoreKit JWS carries 4 KB of certificates, and walking it as
-        // Characters cost more than verifying the signature; walking it through its UTF8View
-        // and copying its signing input still cost a tenth of a warm verification.
+        // On the bytes in place: a StoreKit JWS carries 4 KB of certificates; walking it as
+        // Characters costs more than verifying the signature, and walking it through its UTF8View
+        // and copying its signing input a tenth of a warm verification.
         if let result = jws.utf8.withContiguousStorageIfAvailable({ verified(UnsafeRawBufferPointer($0), as: type) }) { return result }
         return Array(jws.utf8).withUnsafeBytes { verified($0, as: type) }
     }

@@ -75,8 +75,8 @@ enum UpstreamJSON {
         return false
     }
 
-    /// A key's bytes, hashed in one call: `[UInt8]` hashes a byte at a time, which was a tenth of
-    /// this check on every signed payload.
+    /// A key's bytes, hashed in one call: `[UInt8]` hashes a byte at a time, a tenth of this
+    /// check on every signed payload.
     private struct Key: Hashable {
         let bytes: [UInt8]
 

@@ -24,7 +24,7 @@ public struct XcodeTransactionVerifier: Sendable {
     }
 
     /// Whether `jws` has Xcode's shape (a header whose `x5c` holds one certificate): only such
-    /// JWS are verified here; every other one goes through the App Store chain as before.
+    /// JWS are verified here; every other one goes through the App Store chain.
     public static func isXcodeShaped(_ jws: String) -> Bool {
         guard let header = jws.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false).first,
             header.utf8.count <= 16 * 1024, let count = JWSHeader.of(header)?.x5cCount

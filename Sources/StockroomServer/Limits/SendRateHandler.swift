@@ -12,7 +12,7 @@ import StockroomCore
 /// megabytes, which a reader at the minimum rate takes longer than a window to drain: a window
 /// that saw no write complete asks the kernel how many bytes the reader's side acknowledged
 /// meanwhile (Linux's `tcpi_bytes_acked`), so an honest slow reader is never cut for the size
-/// of a write. Where the kernel cannot say, the writes alone count, as before.
+/// of a write. Where the kernel cannot say, the completed writes alone count.
 final class SendRateHandler: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = IOData
     typealias OutboundOut = IOData
