@@ -4,7 +4,9 @@
 #                PostgreSQL cluster, .ci/postgres, with a throwaway S3 store, .ci/s3), checks the API contract (openapi.yaml) with
 #                openapi-core and schemathesis, and runs each fuzz target for 10 s
 #                and drives the web console in headless Chromium (.ci/console-browser), and runs
-#                make bench's short version (.ci/bench-quick: every section completes)
+#                make bench's short version (.ci/bench-quick: every section completes); first it
+#                checks the package graph and that the tree is formatted (.ci/format-lint)
+#   make format  formats the tree as `swift format` writes it (.swift-format; generated files left)
 #   make console-shots  builds, serves demo data, saves a PNG of each console page in
 #                .build/console-shots/ and copies the dashboard's to docs/console-dashboard.png
 #   make fuzz    each libFuzzer target for FUZZ_SECONDS (60 by default)
@@ -13,7 +15,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: deps build serve test console-shots fuzz bench clean
+.PHONY: deps build serve test format console-shots fuzz bench clean
 
 deps:
 	@.ci/install-deps
@@ -21,12 +23,16 @@ deps:
 build: deps
 	$(SWIFT) build
 
+format:
+	.ci/format-lint fix
+
 serve: build
 	.build/debug/stockroom serve --upstream simulator $(ARGS)
 
 test: deps
 	@.ci/install-deps --tests
 	.ci/graph-check
+	.ci/format-lint
 	.ci/contract spec
 	rm -f .build/contract-exchanges.jsonl
 	$(SWIFT) build --product stockroom

@@ -3,7 +3,7 @@ import PackageDescription
 
 /// Swift 6 language mode everywhere, with existential `any` spelled out.
 let swiftSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 let package = Package(

@@ -10,7 +10,8 @@ enum CatalogHarness {
         do {
             for (path, text) in [("books/book1.epub", "a book"), ("levels/level-02.pak", "a level"), ("empty.bin", "")] {
                 let file = folder + "/content/" + path
-                try FileManager.default.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
                 try Data(text.utf8).write(to: URL(fileURLWithPath: file))
             }
             try FileManager.default.createDirectory(atPath: folder + "/catalog", withIntermediateDirectories: true)

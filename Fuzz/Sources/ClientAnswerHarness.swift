@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 @testable import StockroomKit
 
@@ -32,10 +32,14 @@ enum ClientAnswerHarness {
         var head = ResponseHead()
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) { _ = head.read(String(line)) }
         if head.isComplete, !(200...599).contains(head.status) { fatalError("a complete head with status \(head.status)") }
-        if head.fields.count > ResponseHead.maximumFields || head.mergedFields.count > head.fields.count { fatalError("head fields past their bound") }
+        if head.fields.count > ResponseHead.maximumFields || head.mergedFields.count > head.fields.count {
+            fatalError("head fields past their bound")
+        }
 
         let wait = ServerAnswer.retryAfter(fields["Retry-After"], now: now)
-        if let wait, wait < .seconds(1) || wait > Delivery.longestWait { fatalError("Retry-After \(fields["Retry-After"] ?? "") is \(wait)") }
+        if let wait, wait < .seconds(1) || wait > Delivery.longestWait {
+            fatalError("Retry-After \(fields["Retry-After"] ?? "") is \(wait)")
+        }
         for value in fields.values {
             let clamped = ServerAnswer.retryAfter(value, now: now)
             if let clamped, clamped < .seconds(1) || clamped > Delivery.longestWait { fatalError("Retry-After \(value) is \(clamped)") }
@@ -43,7 +47,9 @@ enum ClientAnswerHarness {
             checkName(value)
         }
 
-        guard let response = HTTPURLResponse(url: origin.base, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields) else { return }
+        guard let response = HTTPURLResponse(url: origin.base, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields) else {
+            return
+        }
         if let range = ResponseHeaders.contentRange(response), !(0 <= range.start && range.start <= range.end && range.end < range.total) {
             fatalError("Content-Range \(fields["Content-Range"] ?? "") read as \(range)")
         }
@@ -51,15 +57,20 @@ enum ClientAnswerHarness {
         _ = ResponseHeaders.sha256(response)
         if let granted = try? rules.grant(response) {
             if let location = granted.location, origin.url(location) == nil { fatalError("grant kept the location \(location)") }
-            if let token = granted.token, !BodyRules.isPlainText(token, allowingSpaces: false) { fatalError("grant kept the token \(token)") }
+            if let token = granted.token, !BodyRules.isPlainText(token, allowingSpaces: false) {
+                fatalError("grant kept the token \(token)")
+            }
             if let id = granted.transactionID, !NetworkName.isTransactionID(id) { fatalError("grant kept the transaction \(id)") }
         }
 
         let refusal = ServerAnswer.error(in: body)
         let outcome = ServerAnswer.outcome(
-            status: status, code: refusal?.code, message: refusal?.message, retryAfter: wait, failures: Int(input.last ?? 0), proofIsReceipt: status % 2 == 0,
+            status: status, code: refusal?.code, message: refusal?.message, retryAfter: wait, failures: Int(input.last ?? 0),
+            proofIsReceipt: status % 2 == 0,
             receiptRefreshed: status % 3 == 0)
-        if case .retryLater(let after, _) = outcome, after < .seconds(1) || after > Delivery.longestWait { fatalError("retry after \(after)") }
+        if case .retryLater(let after, _) = outcome, after < .seconds(1) || after > Delivery.longestWait {
+            fatalError("retry after \(after)")
+        }
         if (300...399).contains(status), outcome.transactionAction == .finish { fatalError("a redirect finished the transaction") }
         if let restore = ServerJSON.decode(RestoresAnswer.self, from: body) {
             for product in restore.products {
@@ -75,21 +86,28 @@ enum ClientAnswerHarness {
     /// A passing location resolves on the origin.
     private static func checkLocation(_ text: String) {
         guard let url = origin.url(text) else { return }
-        guard origin.isSameOrigin(url), url.host == "content.example.com", url.port == 8443 else { fatalError("location \(text) left the origin: \(url)") }
+        guard origin.isSameOrigin(url), url.host == "content.example.com", url.port == 8443 else {
+            fatalError("location \(text) left the origin: \(url)")
+        }
     }
 
     /// A passing name is one plain file name.
     private static func checkName(_ text: String) {
         if NetworkName.isProductID(text) {
-            guard !text.contains("/"), text != ".", text != "..", !text.hasPrefix("."), !text.contains("\0") else { fatalError("product ID \(text) passed") }
+            guard !text.contains("/"), text != ".", text != "..", !text.hasPrefix("."), !text.contains("\0") else {
+                fatalError("product ID \(text) passed")
+            }
         }
-        if NetworkName.isTransactionID(text), !text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) { fatalError("transaction ID \(text) passed") }
+        if NetworkName.isTransactionID(text), !text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+            fatalError("transaction ID \(text) passed")
+        }
     }
 
     /// The rules a grant's head meets; their journal (a folder of this process's) is never
     /// written, since only `grant` is called.
     private static let rules: BodyRules = {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stockroom-fuzz-client-\(ProcessInfo.processInfo.processIdentifier)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "stockroom-fuzz-client-\(ProcessInfo.processInfo.processIdentifier)")
         guard let journal = try? Journal(folder: folder) else { fatalError("no journal folder at \(folder.path)") }
         return BodyRules(journal: journal, progress: ProgressBroadcast(), origin: origin, catalogueSize: 1 << 20)
     }()

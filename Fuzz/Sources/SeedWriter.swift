@@ -21,8 +21,10 @@ enum SeedWriter {
             receiptType: "ProductionSandbox", bundleID: FuzzFixtures.bundleID, appVersion: "1.0", opaqueValue: [1, 2, 3, 4],
             creationDate: Date(timeIntervalSince1970: 1_790_000_000),
             purchases: [
-                .init(quantity: 1, productID: "com.example.stockroom.demo.book1", transactionID: "1000000000000001",
-                    purchaseDate: Date(timeIntervalSince1970: 1_789_000_000), originalTransactionID: "1000000000000001", cancellationDate: nil)
+                .init(
+                    quantity: 1, productID: "com.example.stockroom.demo.book1", transactionID: "1000000000000001",
+                    purchaseDate: Date(timeIntervalSince1970: 1_789_000_000), originalTransactionID: "1000000000000001",
+                    cancellationDate: nil)
             ]
         ).encodedPayload()
     }

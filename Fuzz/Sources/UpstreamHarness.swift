@@ -33,12 +33,14 @@ enum UpstreamHarness {
     /// The input is a verifyReceipt body, answered with HTTP 200.
     static func runVerifyReceipt(_ input: [UInt8]) {
         let client = VerifyReceiptClient(
-            transport: CannedUpstream(UpstreamResponse(status: 200, body: input)), endpoints: .base("http://fuzz.invalid"), policy: oneAttempt,
+            transport: CannedUpstream(UpstreamResponse(status: 200, body: input)), endpoints: .base("http://fuzz.invalid"),
+            policy: oneAttempt,
             logger: quiet)
         let verifier = AppStoreReceiptVerifier(client: client, bundleID: FuzzFixtures.bundleID, cacheInterval: .zero)
         let proof = receiptProof
         _ = FuzzFixtures.wait {
-            await verifier.verify(proof, productID: "com.example.stockroom.demo.book1", transactionID: "1000000000000001", freshness: .upstreamOnly)
+            await verifier.verify(
+                proof, productID: "com.example.stockroom.demo.book1", transactionID: "1000000000000001", freshness: .upstreamOnly)
         }
     }
 
@@ -46,7 +48,8 @@ enum UpstreamHarness {
     /// not starting with three digits and a LF is a body answered with 200.
     static func runServerAPI(_ input: [UInt8]) {
         let client = AppStoreServerAPIClient(
-            credentials: credentials, endpoints: .base("http://fuzz.invalid"), transport: CannedUpstream(response(input)), policy: oneAttempt,
+            credentials: credentials, endpoints: .base("http://fuzz.invalid"), transport: CannedUpstream(response(input)),
+            policy: oneAttempt,
             cacheInterval: .zero, logger: quiet)
         let lookup = FuzzFixtures.wait { await client.transaction("2000000000000001") }
         if case .found(let info, _) = lookup {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Apple's verifyReceipt date strings: `2026-11-22 05:43:23 Etc/GMT`.

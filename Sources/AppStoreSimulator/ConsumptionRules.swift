@@ -10,7 +10,9 @@ enum ConsumptionRules {
     static let maximumBodyBytes = 16 * 1024
 
     /// https://developer.apple.com/documentation/appstoreserverapi/deliverystatus
-    static let deliveryStatuses: Set = ["DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM", "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER"]
+    static let deliveryStatuses: Set = [
+        "DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM", "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER",
+    ]
     /// https://developer.apple.com/documentation/appstoreserverapi/refundpreference
     static let refundPreferences: Set = ["DECLINE", "GRANT_FULL", "GRANT_PRORATED"]
 
@@ -25,7 +27,8 @@ enum ConsumptionRules {
             return AppleAPIError(400, nil, "Invalid request. The request body is malformed.")
         }
         guard object["customerConsented"] == .boolean(true) else {
-            return AppleAPIError(400, 4_000_035, "Invalid request. The customer consented field is invalid or doesn't indicate that the customer consented.")
+            return AppleAPIError(
+                400, 4_000_035, "Invalid request. The customer consented field is invalid or doesn't indicate that the customer consented.")
         }
         guard case .string(let delivery) = object["deliveryStatus"], deliveryStatuses.contains(delivery) else {
             return AppleAPIError(400, 4_000_036, "Invalid request. The delivery status field is invalid.")
@@ -40,13 +43,18 @@ enum ConsumptionRules {
         }
         guard let raw = object["consumptionPercentage"] else { return nil }
         guard case .integer(let percentage) = raw, (0...100_000).contains(percentage) else {
-            return AppleAPIError(400, 4_000_000, "ConsumptionPercentageOutOfRangeError: the consumption percentage is outside the valid range.")
+            return AppleAPIError(
+                400, 4_000_000, "ConsumptionPercentageOutOfRangeError: the consumption percentage is outside the valid range.")
         }
         if productType == SimulatedTransaction.autoRenewable {
-            return AppleAPIError(400, 4_000_209, "Invalid request. The consumption percentage field is not supported for auto-renewable subscription transactions.")
+            return AppleAPIError(
+                400, 4_000_209,
+                "Invalid request. The consumption percentage field is not supported for auto-renewable subscription transactions.")
         }
         if delivery != "DELIVERED", percentage != 0 {
-            return AppleAPIError(400, 4_000_000, "UndeliveredConsumptionPercentageNonZeroError: the consumption percentage must be zero for the provided delivery status.")
+            return AppleAPIError(
+                400, 4_000_000,
+                "UndeliveredConsumptionPercentageNonZeroError: the consumption percentage must be zero for the provided delivery status.")
         }
         return nil
     }

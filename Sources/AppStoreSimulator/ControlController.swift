@@ -76,7 +76,9 @@ struct ControlController<Context: RequestContext> {
 
     static func decode<Value: Decodable>(_ type: Value.Type, from request: Request) async throws -> Value {
         let bytes = try await request.body.collect(upTo: 1 << 20)
-        guard JSONNesting.isShallow(bytes.readableBytesView) else { throw SimulatorError.badRequest("the body nests deeper than \(JSONNesting.limit) levels") }
+        guard JSONNesting.isShallow(bytes.readableBytesView) else {
+            throw SimulatorError.badRequest("the body nests deeper than \(JSONNesting.limit) levels")
+        }
         do {
             return try JSONDecoder().decode(type, from: Data(buffer: bytes))
         } catch {

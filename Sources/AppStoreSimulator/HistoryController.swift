@@ -28,6 +28,7 @@ struct HistoryController<Context: RequestContext> {
             revoked: parameters.get("revoked"))
         let (status, body) = await state.transactionHistory(
             try context.parameters.require("id"), query: query, authorization: request.headers[.authorization], environment: environment)
-        return Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        return Response(
+            status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 }

@@ -15,14 +15,16 @@ struct LifecycleController<Context: RequestContext> {
             let prefix = environment == .sandbox ? "sandbox/" : ""
             router.post("\(prefix)inApps/v1/transactions/:id/finish") { request, context in
                 try await answer("finish", environment: environment) {
-                    await state.finish(try context.parameters.require("id"), authorization: request.headers[.authorization], environment: environment)
+                    await state.finish(
+                        try context.parameters.require("id"), authorization: request.headers[.authorization], environment: environment)
                 }
             }
             router.put("\(prefix)inApps/v2/transactions/consumption/:id") { request, context in
                 try await answer("consumption", environment: environment) {
                     let body = Array(buffer: try await request.body.collect(upTo: ConsumptionRules.maximumBodyBytes * 4))
                     return await state.consume(
-                        try context.parameters.require("id"), body: body, authorization: request.headers[.authorization], environment: environment)
+                        try context.parameters.require("id"), body: body, authorization: request.headers[.authorization],
+                        environment: environment)
                 }
             }
             router.post("\(prefix)inApps/v1/notifications/history") { request, _ in

@@ -15,7 +15,8 @@ struct NotificationPoster: Sendable {
         do throws(UpstreamError) {
             let response = try await CurlHTTPClient(configuration: .init(totalTimeout: Self.timeout))
                 .send(UpstreamRequest(method: .post, url: url, headers: [("Content-Type", "application/json")], body: body))
-            await state.recordAttempt(notification.uuid, result: SimulatedNotification.sendAttemptResult(status: response.status, error: nil))
+            await state.recordAttempt(
+                notification.uuid, result: SimulatedNotification.sendAttemptResult(status: response.status, error: nil))
             return String(response.status)
         } catch {
             await state.recordAttempt(notification.uuid, result: SimulatedNotification.sendAttemptResult(status: nil, error: error))

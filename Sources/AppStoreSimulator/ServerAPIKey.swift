@@ -28,7 +28,9 @@ public struct ServerAPIKey: Sendable {
         guard claims["iss"] as? String == issuerID else { return "wrong iss" }
         guard claims["aud"] as? String == "appstoreconnect-v1" else { return "aud must be appstoreconnect-v1" }
         guard claims["bid"] as? String == bundleID else { return "bid does not match the app" }
-        guard let issued = (claims["iat"] as? NSNumber)?.int64Value, let expires = (claims["exp"] as? NSNumber)?.int64Value else { return "iat and exp are required" }
+        guard let issued = (claims["iat"] as? NSNumber)?.int64Value, let expires = (claims["exp"] as? NSNumber)?.int64Value else {
+            return "iat and exp are required"
+        }
         let current = Int64(now.timeIntervalSince1970)
         guard expires > current else { return "expired" }
         guard expires - issued <= 3600 else { return "exp is more than 60 minutes after iat" }

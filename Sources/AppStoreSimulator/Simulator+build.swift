@@ -32,7 +32,9 @@ public func addSimulatorRoutes<Context: RequestContext>(
             body: .init(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))))
     }
     group.get("sim/root.pem") { _, _ in
-        Response(status: .ok, headers: [.contentType: "application/x-pem-file"], body: .init(byteBuffer: ByteBuffer(string: signingChain.root.pem)))
+        Response(
+            status: .ok, headers: [.contentType: "application/x-pem-file"],
+            body: .init(byteBuffer: ByteBuffer(string: signingChain.root.pem)))
     }
     HistoryController(state: state).addRoutes(to: group)
 }

@@ -24,12 +24,18 @@ extension SimulatorState {
     }
 
     /// The API's answer for `GET /inApps/v2/history/{transactionId}` at `environment`.
-    func transactionHistory(_ id: String, query: HistoryQuery, authorization: String?, environment: StoreEnvironment) -> (status: Int, body: [UInt8]) {
+    func transactionHistory(_ id: String, query: HistoryQuery, authorization: String?, environment: StoreEnvironment) -> (
+        status: Int, body: [UInt8]
+    ) {
         let (status, object) = historyAnswer(id, query: query, authorization: authorization, environment: environment)
-        return (status, Array((try? JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes, .sortedKeys])) ?? Data()))
+        return (
+            status, Array((try? JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes, .sortedKeys])) ?? Data())
+        )
     }
 
-    private func historyAnswer(_ id: String, query: HistoryQuery, authorization: String?, environment: StoreEnvironment) -> (Int, [String: Any]) {
+    private func historyAnswer(_ id: String, query: HistoryQuery, authorization: String?, environment: StoreEnvironment) -> (
+        Int, [String: Any]
+    ) {
         let bundleID = transactions[id]?.bundleID ?? configuration.bundleID
         if let problem = Self.tokenProblem(authorization, apiKey: apiKey, bundleID: bundleID) {
             return (401, ["errorCode": 4010000, "errorMessage": problem])
@@ -93,7 +99,8 @@ extension SimulatorState {
     private static func offset(ofRevision revision: String) -> Int? {
         guard revision.utf8.count <= 64, let bytes = ByteEncoding.decodeBase64(revision) else { return nil }
         let text = String(decoding: bytes, as: UTF8.self)
-        guard text.hasPrefix("sim-history:"), let offset = Int(text.dropFirst("sim-history:".count)), (0...1_000_000).contains(offset) else {
+        guard text.hasPrefix("sim-history:"), let offset = Int(text.dropFirst("sim-history:".count)), (0...1_000_000).contains(offset)
+        else {
             return nil
         }
         return offset

@@ -14,7 +14,9 @@ extension SimulatorState {
 
         init(_ answer: APIAnswer) {
             status = answer.status
-            body = answer.body.isEmpty ? [] : Array((try? JSONSerialization.data(withJSONObject: answer.body, options: [.withoutEscapingSlashes])) ?? Data())
+            body =
+                answer.body.isEmpty
+                ? [] : Array((try? JSONSerialization.data(withJSONObject: answer.body, options: [.withoutEscapingSlashes])) ?? Data())
         }
     }
 
@@ -22,7 +24,9 @@ extension SimulatorState {
     /// 400 4000006 (not a transaction ID) or 404 4040010.
     ///
     /// See https://developer.apple.com/documentation/appstoreserverapi/error-codes
-    func authorizedTransaction(_ id: String, authorization: String?, environment: StoreEnvironment) -> Result<SimulatedTransaction, AppleAPIError> {
+    func authorizedTransaction(_ id: String, authorization: String?, environment: StoreEnvironment) -> Result<
+        SimulatedTransaction, AppleAPIError
+    > {
         let bundleID = transactions[id]?.bundleID ?? configuration.bundleID
         if let problem = Self.tokenProblem(authorization, apiKey: apiKey, bundleID: bundleID) {
             return .failure(AppleAPIError(401, 4_010_000, problem))

@@ -17,7 +17,8 @@ extension SimulatorState {
         WireAnswer(historyAnswer(body: body, paginationToken: paginationToken, authorization: authorization, environment: environment))
     }
 
-    private func historyAnswer(body: [UInt8], paginationToken: String?, authorization: String?, environment: StoreEnvironment) -> APIAnswer {
+    private func historyAnswer(body: [UInt8], paginationToken: String?, authorization: String?, environment: StoreEnvironment) -> APIAnswer
+    {
         if let problem = Self.tokenProblem(authorization, apiKey: apiKey, bundleID: configuration.bundleID) {
             return AppleAPIError(401, 4_010_000, problem).answer
         }
@@ -45,7 +46,9 @@ extension SimulatorState {
             guard matches(notifications[index]) else { continue }
             guard let signed = try? signedPayload(of: notifications[index]) else { continue }
             notifications[index].signedPayload = signed
-            let attempts = notifications[index].sendAttempts.map { ["attemptDate": $0.attemptDate, "sendAttemptResult": $0.sendAttemptResult] as [String: Any] }
+            let attempts = notifications[index].sendAttempts.map {
+                ["attemptDate": $0.attemptDate, "sendAttemptResult": $0.sendAttemptResult] as [String: Any]
+            }
             entries.append(["signedPayload": signed, "sendAttempts": attempts])
         }
         let hasMore = notifications[min(index, notifications.count)...].contains(where: matches)

@@ -18,7 +18,8 @@ extension SimulatorState {
         var notification = SimulatedNotification(
             uuid: UUID().uuidString.lowercased(), type: type, subtype: subtype, transactionID: transactionID,
             originalTransactionID: transaction.originalTransactionID, environment: transaction.environment,
-            signedDateMilliseconds: AppleDate.nowMilliseconds(), transaction: transaction, consumptionRequestReason: consumptionRequestReason)
+            signedDateMilliseconds: AppleDate.nowMilliseconds(), transaction: transaction,
+            consumptionRequestReason: consumptionRequestReason)
         if sign || notificationURL != nil { notification.signedPayload = try signedPayload(of: notification) }
         notificationPositions[notification.uuid] = droppedNotifications + notifications.count
         notifications.append(notification)
@@ -33,7 +34,8 @@ extension SimulatorState {
     /// Records one delivery attempt of the notification `uuid`.
     func recordAttempt(_ uuid: String, result: String) {
         guard let position = notificationPositions[uuid], position >= droppedNotifications else { return }
-        notifications[position - droppedNotifications].sendAttempts.append(.init(attemptDate: AppleDate.nowMilliseconds(), sendAttemptResult: result))
+        notifications[position - droppedNotifications].sendAttempts.append(
+            .init(attemptDate: AppleDate.nowMilliseconds(), sendAttemptResult: result))
     }
 
     /// The notification's JWS, signed by the simulator's leaf like Apple's.

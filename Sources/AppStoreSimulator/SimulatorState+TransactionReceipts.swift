@@ -27,7 +27,8 @@ extension SimulatorState {
         let environment: String? = transaction.environment == .sandbox ? "Sandbox" : nil
         let signature: [UInt8]
         do {
-            signature = try signingChain.signTransactionReceipt(TransactionReceipt.signedBytes(purchaseInfoText: purchaseInfo, environment: environment))
+            signature = try signingChain.signTransactionReceipt(
+                TransactionReceipt.signedBytes(purchaseInfoText: purchaseInfo, environment: environment))
         } catch {
             throw .internal("transaction receipt signing failed: \(error)")
         }
@@ -55,7 +56,8 @@ extension SimulatorState {
         var body = VerifyReceiptBody(status: 0, environment: transaction.environment.rawValue)
         body.legacyReceipt = LegacyReceipt(transaction)
         // Apple's current view: the latest purchase of the same original transaction (a renewal).
-        let latest = transactions.values.filter { $0.originalTransactionID == transaction.originalTransactionID }
+        let latest =
+            transactions.values.filter { $0.originalTransactionID == transaction.originalTransactionID }
             .max { $0.purchaseDateMilliseconds < $1.purchaseDateMilliseconds } ?? transaction
         if latest.isExpired(at: AppleDate.nowMilliseconds()) {
             body.status = 21006

@@ -52,7 +52,9 @@ actor SimulatorState {
     private func serverAPIAnswer(_ id: String, authorization: String?, environment: StoreEnvironment) -> (Int, [String: Any]) {
         guard let transaction = transactions[id], transaction.environment == environment else {
             // Apple answers 401 before it looks the transaction up; the bundle is unknown here, so check against the default.
-            if let problem = Self.tokenProblem(authorization, apiKey: apiKey, bundleID: transactions[id]?.bundleID ?? configuration.bundleID) {
+            if let problem = Self.tokenProblem(
+                authorization, apiKey: apiKey, bundleID: transactions[id]?.bundleID ?? configuration.bundleID)
+            {
                 return (401, ["errorCode": 4010000, "errorMessage": problem])
             }
             return (404, ["errorCode": 4040010, "errorMessage": "Transaction id not found."])
@@ -87,15 +89,21 @@ actor SimulatorState {
             original = found
         }
         // A restore keeps the original's kind and expiry unless the request says otherwise.
-        let type = request.type ?? (request.expiresInSeconds != nil ? SimulatedTransaction.autoRenewable : original?.type ?? SimulatedTransaction.nonConsumable)
-        guard SimulatedTransaction.types.contains(type) else { throw .badRequest("type must be one of \(SimulatedTransaction.types.sorted())") }
+        let type =
+            request.type
+            ?? (request.expiresInSeconds != nil ? SimulatedTransaction.autoRenewable : original?.type ?? SimulatedTransaction.nonConsumable)
+        guard SimulatedTransaction.types.contains(type) else {
+            throw .badRequest("type must be one of \(SimulatedTransaction.types.sorted())")
+        }
         let isSubscription = type == SimulatedTransaction.autoRenewable || type == SimulatedTransaction.nonRenewing
         var expires = isSubscription ? original?.expiresDateMilliseconds : nil
         if let seconds = request.expiresInSeconds {
             guard isSubscription else {
                 throw .badRequest("expiresInSeconds is for Auto-Renewable or Non-Renewing Subscription products")
             }
-            guard (-Self.expiryBound...Self.expiryBound).contains(seconds) else { throw .badRequest("expiresInSeconds must be within ten years") }
+            guard (-Self.expiryBound...Self.expiryBound).contains(seconds) else {
+                throw .badRequest("expiresInSeconds must be within ten years")
+            }
             expires = now + Int64(seconds) * 1000
         }
         let id = String(nextTransactionNumber)
@@ -173,7 +181,9 @@ actor SimulatorState {
             case .success(let read) where read.isSignatureVerified: receipt = read.receipt
             case .success: return VerifyReceiptBody(status: 21003)
             case .failure:
-                guard let transactionReceipt = TransactionReceipt.parse(base64: receiptData) else { return VerifyReceiptBody(status: 21002) }
+                guard let transactionReceipt = TransactionReceipt.parse(base64: receiptData) else {
+                    return VerifyReceiptBody(status: 21002)
+                }
                 return verifyTransactionReceipt(transactionReceipt, password: password, endpoint: endpoint)
             }
         }

@@ -28,7 +28,8 @@ struct UpstreamController<Context: RequestContext> {
         if let faulted = try await apply(fault) { return faulted }
         let (status, body) = await state.serverAPITransaction(
             try context.parameters.require("id"), authorization: request.headers[.authorization], environment: environment)
-        return Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        return Response(
+            status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     private struct RequestBody: Decodable {
@@ -44,7 +45,8 @@ struct UpstreamController<Context: RequestContext> {
         let fault = await state.begin("verifyReceipt", environment: environment)
         if let faulted = try await apply(fault) { return faulted }
         let bytes = try await request.body.collect(upTo: 8 << 20)
-        let decoded = JSONNesting.isShallow(bytes.readableBytesView) ? try? JSONDecoder().decode(RequestBody.self, from: Data(buffer: bytes)) : nil
+        let decoded =
+            JSONNesting.isShallow(bytes.readableBytesView) ? try? JSONDecoder().decode(RequestBody.self, from: Data(buffer: bytes)) : nil
         return try Self.json(await state.verify(receiptData: decoded?.receiptData, password: decoded?.password, endpoint: environment))
     }
 

@@ -29,13 +29,18 @@ struct DecisionBench {
         let terms = ClaimTerms(requestedProductID: product, appAccountToken: nil, checksAccount: true, countsAttempt: true)
         let now = Date()
         try await measure("first claim (insert)") { index in
-            guard case .entitled = try await ledger.claim(proofs[index], terms: terms, now: now) else { throw BenchError("a claim was refused") }
+            guard case .entitled = try await ledger.claim(proofs[index], terms: terms, now: now) else {
+                throw BenchError("a claim was refused")
+            }
         }
         try await measure("repeated claim (re-read, update)") { index in
-            guard case .entitled = try await ledger.claim(proofs[index], terms: terms, now: now) else { throw BenchError("a claim was refused") }
+            guard case .entitled = try await ledger.claim(proofs[index], terms: terms, now: now) else {
+                throw BenchError("a claim was refused")
+            }
         }
         try await measure("proof on record (outage path)") { index in
-            let request = RecordedProofRequest(transactionID: proofs[index].transactionID, digest: proofs[index].digest, productID: product, appAccountToken: nil)
+            let request = RecordedProofRequest(
+                transactionID: proofs[index].transactionID, digest: proofs[index].digest, productID: product, appAccountToken: nil)
             guard try await ledger.serveRecordedProof(request, now: now) != nil else { throw BenchError("a proof on record was refused") }
         }
         try await measure("resume by token") { index in
@@ -58,6 +63,8 @@ struct DecisionBench {
         samples.sort()
         func micros(_ duration: Duration) -> Int { Int(duration / .microseconds(1)) }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        print("\(name): \(Int(Double(count) / seconds)) decisions/s, p50 \(micros(samples[count / 2])) µs, p99 \(micros(samples[count * 99 / 100])) µs")
+        print(
+            "\(name): \(Int(Double(count) / seconds)) decisions/s, p50 \(micros(samples[count / 2])) µs, p99 \(micros(samples[count * 99 / 100])) µs"
+        )
     }
 }

@@ -38,7 +38,8 @@ struct DownloadBench {
             let transactionID = purchase["transactionId"] as? String ?? ""
             let fields: [String: String] =
                 switch proof {
-                case .receipt: ["productId": productID, "transactionId": transactionID, "receiptData": purchase["receiptData"] as? String ?? ""]
+                case .receipt:
+                    ["productId": productID, "transactionId": transactionID, "receiptData": purchase["receiptData"] as? String ?? ""]
                 case .jws: ["productId": productID, "signedTransaction": purchase["signedTransaction"] as? String ?? ""]
                 }
             let body = try JSONSerialization.data(withJSONObject: fields)

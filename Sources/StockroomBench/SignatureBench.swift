@@ -11,7 +11,8 @@ struct SignatureBench {
     func run() async throws {
         let chain = try SigningChain()
         let payload = try JSONSerialization.data(withJSONObject: [
-            "transactionId": "2000000000000001", "originalTransactionId": "2000000000000001", "productId": "com.example.stockroom.demo.book1",
+            "transactionId": "2000000000000001", "originalTransactionId": "2000000000000001",
+            "productId": "com.example.stockroom.demo.book1",
             "bundleId": "com.example.stockroom.demo", "purchaseDate": 1_790_000_000_000, "environment": "Production",
             "signedDate": Date().timeIntervalSince1970 * 1000,
         ])
@@ -23,7 +24,11 @@ struct SignatureBench {
         let receipt = AppReceipt(
             receiptType: "Production", bundleID: "com.example.stockroom.demo", appVersion: "1", opaqueValue: Array("device".utf8),
             creationDate: Date(timeIntervalSince1970: floor(Date().timeIntervalSince1970)),
-            purchases: [.init(quantity: 1, productID: "com.example.stockroom.demo.book1", transactionID: "2000000000000001", purchaseDate: Date(), originalTransactionID: "2000000000000001", cancellationDate: nil)])
+            purchases: [
+                .init(
+                    quantity: 1, productID: "com.example.stockroom.demo.book1", transactionID: "2000000000000001", purchaseDate: Date(),
+                    originalTransactionID: "2000000000000001", cancellationDate: nil)
+            ])
         let receiptData = ByteEncoding.base64(try chain.signReceipt(payload: receipt.encodedPayload()))
         let root = chain.root
 
@@ -35,7 +40,9 @@ struct SignatureBench {
                 guard case .success = warm.verify(jws) else { throw BenchError("a JWS did not verify") }
             }
             let receiptRate = try await rate(tasks: tasks) {
-                guard case .success(let inspection) = ReceiptInspection.inspect(base64: receiptData, root: root), inspection.isSignatureVerified else {
+                guard case .success(let inspection) = ReceiptInspection.inspect(base64: receiptData, root: root),
+                    inspection.isSignatureVerified
+                else {
                     throw BenchError("a receipt did not verify")
                 }
             }

@@ -38,7 +38,8 @@ struct StockroomBench {
                 let proof = DownloadBench.Proof(rawValue: arguments.count == 7 ? arguments[6] : "receipt")
             else { usage() }
             try await DownloadBench(
-                serverURL: arguments[1], simulatorURL: arguments[2], productID: arguments[3], count: count, concurrency: concurrency, proof: proof
+                serverURL: arguments[1], simulatorURL: arguments[2], productID: arguments[3], count: count, concurrency: concurrency,
+                proof: proof
             ).run()
         default:
             usage()
@@ -46,7 +47,10 @@ struct StockroomBench {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: StockroomBench verify SIMULATOR_URL COUNT | signatures COUNT | decisions COUNT | downloads SERVER_URL SIMULATOR_URL PRODUCT COUNT CONCURRENCY [receipt|jws]\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "usage: StockroomBench verify SIMULATOR_URL COUNT | signatures COUNT | decisions COUNT | downloads SERVER_URL SIMULATOR_URL PRODUCT COUNT CONCURRENCY [receipt|jws]\n"
+                    .utf8))
         exit(2)
     }
 }

@@ -18,7 +18,8 @@ public struct ClaimRequest: Sendable, Equatable {
     public var customerConsented: Bool?
 
     public init(
-        productID: String, transactionID: String?, originalTransactionID: String? = nil, proof: ClaimProof, appAccountToken: String?, client: String,
+        productID: String, transactionID: String?, originalTransactionID: String? = nil, proof: ClaimProof, appAccountToken: String?,
+        client: String,
         customerConsented: Bool? = nil
     ) {
         self.productID = productID

@@ -53,7 +53,8 @@ extension Entitlements {
         let type = notification.notificationType
         switch type {
         case .refund where transaction.revocationType == .refundProrated && policy.proratedRefund == .keep:
-            return "kept: a prorated refund (\(transaction.revocationPercentage.map { "\($0 / 1000)%" } ?? "share unknown")), --prorated-refund keep"
+            return
+                "kept: a prorated refund (\(transaction.revocationPercentage.map { "\($0 / 1000)%" } ?? "share unknown")), --prorated-refund keep"
         case .refund, .revoke:
             var purchase = RevokedPurchase(
                 transactionID: transaction.transactionId, originalTransactionID: transaction.originalTransactionId,
@@ -64,7 +65,8 @@ extension Entitlements {
                 purchase.proofDigest = VerifiedProof.digest(of: info)
             }
             let cause = transaction.revocationType.map { " \($0.rawValue.lowercased())" } ?? ""
-            _ = try await ledger.revoke(purchase, cause: .refund, reason: "\(type.rawValue.lowercased())\(cause) (App Store notification)", now: now())
+            _ = try await ledger.revoke(
+                purchase, cause: .refund, reason: "\(type.rawValue.lowercased())\(cause) (App Store notification)", now: now())
             return "revoked"
         case .refundReversed:
             _ = try await ledger.reverseRefund(originalTransactionID: transaction.originalTransactionId, now: now())
@@ -87,7 +89,9 @@ extension Entitlements {
             return "recorded: no usable transaction"
         }
         if proof.environment == .sandbox, !policy.allowsSandbox { return "recorded: sandbox purchases are not entitled" }
-        switch try await ledger.claim(policy.proratedRefund == .keep ? proof.keepingProratedRefund() : proof, terms: .reverification, now: now()) {
+        switch try await ledger.claim(
+            policy.proratedRefund == .keep ? proof.keepingProratedRefund() : proof, terms: .reverification, now: now())
+        {
         case .entitled: return "entitled"
         case .refused(let refusal): return "recorded: \(refusal.code)"
         }

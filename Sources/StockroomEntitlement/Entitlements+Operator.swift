@@ -23,7 +23,8 @@ extension Entitlements {
         var combined = Reverification.summary(of: [outcome, pending]) ?? outcome
         combined.before = outcome.before
         combined.after = try await ledger.fulfilment(transactionID)?.state.rawValue ?? combined.after
-        combined.detail = "stored proof: \(outcome.kind.rawValue), \(outcome.detail); kept proofs: \(pending.kind.rawValue), \(pending.detail)"
+        combined.detail =
+            "stored proof: \(outcome.kind.rawValue), \(outcome.detail); kept proofs: \(pending.kind.rawValue), \(pending.detail)"
         return combined
     }
 
@@ -33,7 +34,9 @@ extension Entitlements {
         func outcome(_ kind: Reverification.Kind, _ after: String, _ detail: String) -> Reverification {
             Reverification(kind: kind, transactionID: transactionID, before: before, after: after, detail: detail)
         }
-        let verdict = await reverify(kind: row.proofKind, proof: row.proof, transactionIDs: [transactionID])[transactionID] ?? .unavailable("no verdict")
+        let verdict =
+            await reverify(kind: row.proofKind, proof: row.proof, transactionIDs: [transactionID])[transactionID]
+            ?? .unavailable("no verdict")
         switch verdict {
         case .verified(let proof):
             if dryRun { return outcome(row.state == .revoked ? .unchanged : .verified, before, "the App Store vouches for it (dry run)") }
@@ -43,7 +46,8 @@ extension Entitlements {
             return outcome(.revoked, FulfilmentState.revoked.rawValue, "refunded or revoked")
         case .rejected(let reason):
             if dryRun { return outcome(.rejected, before, "\(reason) (dry run)") }
-            guard let changed = try await ledger.rejectStoredProof(transactionID, digest: row.proofDigest, reason: reason, now: now()) else {
+            guard let changed = try await ledger.rejectStoredProof(transactionID, digest: row.proofDigest, reason: reason, now: now())
+            else {
                 return outcome(.unchanged, before, "\(reason); left \(before), which cannot become rejected")
             }
             return outcome(.rejected, changed.state.rawValue, reason)
@@ -64,7 +68,9 @@ extension Entitlements {
         // second run at the same time (here or on another instance) takes only the rest.
         let proofs: [PendingProof]
         if dryRun {
-            proofs = try await ledger.pendingProofs(status: .pending, limit: 100_000).filter { transactionID == nil || $0.transactionID == transactionID }
+            proofs = try await ledger.pendingProofs(status: .pending, limit: 100_000).filter {
+                transactionID == nil || $0.transactionID == transactionID
+            }
         } else {
             _ = try await ledger.purgeRejectedPendingProofs(before: policy.pendingProofs.purgeCutoff(now: now()), limit: 100_000)
             proofs = try await ledger.leasePendingProofs(
@@ -129,7 +135,8 @@ extension Entitlements {
         guard let row = try await ledger.fulfilment(transactionID) else { throw LedgerError.unknownTransaction(transactionID) }
         return try await ledger.revoke(
             RevokedPurchase(
-                transactionID: row.transactionID, originalTransactionID: row.originalTransactionID, productID: nil, bundleID: nil, environment: nil),
+                transactionID: row.transactionID, originalTransactionID: row.originalTransactionID, productID: nil, bundleID: nil,
+                environment: nil),
             cause: .operatorAction, reason: "revoked by operator: \(reason)", now: now())
     }
 
@@ -154,7 +161,8 @@ extension Entitlements {
         switch kind {
         case .receipt:
             guard let proof = ReceiptProof.parse(text) else {
-                return Dictionary(transactionIDs.map { ($0, .rejected("the stored proof is not a receipt")) }, uniquingKeysWith: { first, _ in first })
+                return Dictionary(
+                    transactionIDs.map { ($0, .rejected("the stored proof is not a receipt")) }, uniquingKeysWith: { first, _ in first })
             }
             let verdicts = await receipts.verify(proof, transactionIDs: transactionIDs, freshness: .upstreamOnly)
             return verdicts.mapValues { Self.reverifyVerdict($0, proof: proof) }
@@ -169,7 +177,9 @@ extension Entitlements {
     private static func reverifyVerdict(_ verdict: ReceiptVerdict, proof: ReceiptProof) -> ReverifyVerdict {
         switch verdict {
         case .valid(let receipt):
-            guard let verified = VerifiedProof(receipt: receipt, proof: proof) else { return .rejected("the App Store lists no such transaction") }
+            guard let verified = VerifiedProof(receipt: receipt, proof: proof) else {
+                return .rejected("the App Store lists no such transaction")
+            }
             return .verified(verified)
         case .invalid(.revoked(let transaction)):
             return .revoked(
@@ -216,7 +226,8 @@ extension Entitlements {
         case .entitled(let row):
             return outcome(.verified, row.state.rawValue, "the App Store vouches for it (\(proof.environment.rawValue))")
         case .refused(.revoked):
-            return outcome(proof.revokedAt == nil ? .unchanged : .revoked, "revoked", "revoked stays revoked until reinstated or refund reversed")
+            return outcome(
+                proof.revokedAt == nil ? .unchanged : .revoked, "revoked", "revoked stays revoked until reinstated or refund reversed")
         case .refused(.expired):
             return outcome(.expired, before, "the subscription has expired")
         case .refused(let refusal):

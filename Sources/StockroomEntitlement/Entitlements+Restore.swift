@@ -61,7 +61,9 @@ extension Entitlements {
                 continue
             }
             // Checked inside the ledger's write as well: a binding made meanwhile is seen there.
-            let terms = ClaimTerms(requestedProductID: proof.productID, appAccountToken: bound == nil ? nil : account, checksAccount: true, countsAttempt: false)
+            let terms = ClaimTerms(
+                requestedProductID: proof.productID, appAccountToken: bound == nil ? nil : account, checksAccount: true,
+                countsAttempt: false)
             try await restore(proof, terms: terms, inCatalogue: inCatalogue, into: &report)
         }
         return .restored(report)
@@ -91,7 +93,9 @@ extension Entitlements {
     /// page is read: by the ledger (bound to another account is refused with no upstream call),
     /// else by one App Store Server API lookup. An unknown transaction and an unbound one get the
     /// same refusal; it runs after the per-client gate, so a held-back client learns nothing either.
-    private func confirmBinding(_ transactionID: String, to account: String, serverAPI: AppStoreServerAPIClient) async throws -> BindingCheck {
+    private func confirmBinding(_ transactionID: String, to account: String, serverAPI: AppStoreServerAPIClient) async throws
+        -> BindingCheck
+    {
         if let bound = try await ledger.fulfilment(transactionID)?.appAccountToken {
             return bound == account ? .bound : .refused(.accountNotBound(transactionID))
         }
@@ -130,7 +134,8 @@ extension Entitlements {
             var proofs: [VerifiedProof] = []
             for jws in history.signedTransactions {
                 guard case .success(let proof) = VerifiedProof.verifying(jws, with: signedTransactions) else {
-                    logger.warning("a transaction in the App Store's history does not verify; skipped", metadata: ["history": .string(transactionID)])
+                    logger.warning(
+                        "a transaction in the App Store's history does not verify; skipped", metadata: ["history": .string(transactionID)])
                     continue
                 }
                 if seen.insert(proof.transactionID).inserted { proofs.append(proof) }
@@ -146,12 +151,16 @@ extension Entitlements {
     }
 
     /// One verified purchase of the history: skipped, or claimed in one ledger write.
-    private func restore(_ proof: VerifiedProof, terms: ClaimTerms, inCatalogue: @Sendable (String) -> Bool, into report: inout RestoreReport) async throws {
+    private func restore(
+        _ proof: VerifiedProof, terms: ClaimTerms, inCatalogue: @Sendable (String) -> Bool, into report: inout RestoreReport
+    ) async throws {
         guard inCatalogue(proof.productID) else { return report.skip(proof, .notInCatalogue) }
         if proof.environment == .sandbox, !policy.allowsSandbox, proof.revokedAt == nil { return report.skip(proof, .sandboxNotAllowed) }
         switch try await ledger.claim(proof, terms: terms, now: now()) {
         case .entitled(let row):
-            report.restored.append(RestoredFulfilment(fulfilment: row, token: tokens.token(transactionID: row.transactionID, productID: row.productID, now: now())))
+            report.restored.append(
+                RestoredFulfilment(
+                    fulfilment: row, token: tokens.token(transactionID: row.transactionID, productID: row.productID, now: now())))
         case .refused(.revoked): report.skip(proof, .revoked)
         case .refused(.expired): report.skip(proof, .expired)
         case .refused(.claimed): report.skip(proof, .otherAccount)

@@ -68,13 +68,15 @@ public struct Entitlements: Sendable {
         let candidates = Self.candidates(request, proof)
         if let served = try await recentlyVerified(candidates, digest: proof.digest, request) { return served }
         if let gate, let wait = gate.admit(request.client) { return .limited(retryAfter: wait) }
-        var verdict = await receipts.verify(proof, productID: request.productID, transactionID: request.transactionID, freshness: .cachedAllowed)
+        var verdict = await receipts.verify(
+            proof, productID: request.productID, transactionID: request.transactionID, freshness: .cachedAllowed)
         if case .invalid(.transactionNotInReceipt) = verdict, let original = request.originalTransactionID {
             // The same answer of Apple's (cached), read for the product instead of the ID.
             let byProduct = await receipts.verify(proof, productID: request.productID, transactionID: nil, freshness: .cachedAllowed)
             verdict = Self.inChain(byProduct, original: original) ?? verdict
         }
-        StockroomMetrics.verification(proof: "receipt", outcome: verdict.metricsOutcome, environment: verdict.environment ?? proof.claimedEnvironment)
+        StockroomMetrics.verification(
+            proof: "receipt", outcome: verdict.metricsOutcome, environment: verdict.environment ?? proof.claimedEnvironment)
         switch verdict {
         case .valid(let receipt):
             guard let verified = VerifiedProof(receipt: receipt, proof: proof) else {
@@ -92,7 +94,8 @@ public struct Entitlements: Sendable {
             return .refused(.rejected(reason))
         case .unavailable(let reason, let retryAfter):
             return try await outage(
-                candidates, keptUnder: Self.keptUnder(request, proof), draft: { id in
+                candidates, keptUnder: Self.keptUnder(request, proof),
+                draft: { id in
                     PendingProofDraft(
                         transactionID: id, digest: proof.digest, kind: .receipt, proof: proof.text, requestedProductID: request.productID,
                         appAccountToken: request.appAccountToken, error: reason, client: request.client)
@@ -109,7 +112,8 @@ public struct Entitlements: Sendable {
     static func inChain(_ verdict: ReceiptVerdict, original: String) -> ReceiptVerdict? {
         switch verdict {
         case .valid(let receipt): receipt.transaction?.originalTransactionID == original ? verdict : nil
-        case .invalid(.revoked(let transaction)), .invalid(.expired(let transaction)): transaction.originalTransactionID == original ? verdict : nil
+        case .invalid(.revoked(let transaction)), .invalid(.expired(let transaction)):
+            transaction.originalTransactionID == original ? verdict : nil
         case .invalid, .unavailable: nil
         }
     }
@@ -166,7 +170,8 @@ public struct Entitlements: Sendable {
         case .found(let info, _):
             guard case .success(let current) = VerifiedProof.verifying(info, with: signedTransactions) else {
                 return try await outage(
-                    [verified.transactionID], keptUnder: verified.transactionID, draft: pendingDraft(verified, request, "the API's transaction does not verify"),
+                    [verified.transactionID], keptUnder: verified.transactionID,
+                    draft: pendingDraft(verified, request, "the API's transaction does not verify"),
                     request, retryAfter: .seconds(60))
             }
             return try await decide(verified.updated(by: current), request)
@@ -175,7 +180,8 @@ public struct Entitlements: Sendable {
         case .unavailable(let reason, let retryAfter):
             // The refund check cannot be had: only the proof on record is served.
             return try await outage(
-                [verified.transactionID], keptUnder: verified.transactionID, draft: pendingDraft(verified, request, reason), request, retryAfter: retryAfter)
+                [verified.transactionID], keptUnder: verified.transactionID, draft: pendingDraft(verified, request, reason), request,
+                retryAfter: retryAfter)
         }
     }
 
@@ -213,7 +219,8 @@ public struct Entitlements: Sendable {
                 now.timeIntervalSince(verifiedAt) < interval
             else { continue }
             if let served = try await ledger.serveRecordedProof(
-                RecordedProofRequest(transactionID: id, digest: digest, productID: request.productID, appAccountToken: request.appAccountToken),
+                RecordedProofRequest(
+                    transactionID: id, digest: digest, productID: request.productID, appAccountToken: request.appAccountToken),
                 now: now)
             {
                 StockroomMetrics.verification(proof: served.proofKind.rawValue, outcome: "recorded", environment: served.environment)
@@ -238,13 +245,15 @@ public struct Entitlements: Sendable {
     /// is served; any other proof is kept apart under `keptUnder` (a transaction it claims),
     /// within the policy's bounds, and the client retries later.
     private func outage(
-        _ candidates: [String], keptUnder: String?, draft: @Sendable (String) -> PendingProofDraft, _ request: ClaimRequest, retryAfter: Duration
+        _ candidates: [String], keptUnder: String?, draft: @Sendable (String) -> PendingProofDraft, _ request: ClaimRequest,
+        retryAfter: Duration
     ) async throws -> Claim {
         let now = now()
         for id in candidates {
             let probe = draft(id)
             if let served = try await ledger.serveRecordedProof(
-                RecordedProofRequest(transactionID: id, digest: probe.digest, productID: request.productID, appAccountToken: request.appAccountToken),
+                RecordedProofRequest(
+                    transactionID: id, digest: probe.digest, productID: request.productID, appAccountToken: request.appAccountToken),
                 now: now)
             {
                 logger.warning("serving the proof on record while the App Store is unavailable", metadata: ["transaction": .string(id)])

@@ -34,7 +34,8 @@ public struct NotificationSync: Sendable {
         public var description: String {
             switch self {
             case .upstream(.unavailable(let reason, _)): "the App Store Server API is unavailable: \(reason)"
-            case .upstream(.refused(let status, let code, let reason)): "the App Store Server API refused the request (HTTP \(status)\(code.map { ", \($0)" } ?? "")): \(reason)"
+            case .upstream(.refused(let status, let code, let reason)):
+                "the App Store Server API refused the request (HTTP \(status)\(code.map { ", \($0)" } ?? "")): \(reason)"
             case .tooManyPages(let pages): "stopped after \(pages) pages: the history did not end"
             }
         }
@@ -98,7 +99,8 @@ public struct NotificationSync: Sendable {
         while text.utf8.count % 4 != 0 { text += "=" }
         struct Payload: Decodable { var signedDate: Double }
         guard let data = Data(base64Encoded: text), JSONNesting.isShallow(data),
-            let milliseconds = try? JSONDecoder().decode(Payload.self, from: data).signedDate, milliseconds.isFinite, (0...1e15).contains(milliseconds)
+            let milliseconds = try? JSONDecoder().decode(Payload.self, from: data).signedDate, milliseconds.isFinite,
+            (0...1e15).contains(milliseconds)
         else { return nil }
         return Date(timeIntervalSince1970: milliseconds / 1000)
     }

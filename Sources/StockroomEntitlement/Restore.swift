@@ -10,7 +10,8 @@ public struct RestoreRequest: Sendable, Equatable {
     /// The most history pages followed for this request.
     public var maximumPages: Int
 
-    public init(proof: RestoreProof, appAccountToken: String?, client: String, maximumPages: Int = AppStoreServerAPIClient.historyPageBound) {
+    public init(proof: RestoreProof, appAccountToken: String?, client: String, maximumPages: Int = AppStoreServerAPIClient.historyPageBound)
+    {
         self.proof = proof
         self.appAccountToken = appAccountToken?.lowercased()
         self.client = client

@@ -27,7 +27,8 @@ public struct Reverification: Sendable, Equatable, Encodable {
     /// decided the most (an entitlement first), counting the others; nil for none.
     public static func summary(of outcomes: [Reverification]) -> Reverification? {
         let rank: [Kind] = [.verified, .revoked, .expired, .rejected, .unavailable, .unchanged]
-        guard var chosen = outcomes.min(by: { (rank.firstIndex(of: $0.kind) ?? rank.count) < (rank.firstIndex(of: $1.kind) ?? rank.count) }) else {
+        guard var chosen = outcomes.min(by: { (rank.firstIndex(of: $0.kind) ?? rank.count) < (rank.firstIndex(of: $1.kind) ?? rank.count) })
+        else {
             return nil
         }
         if outcomes.count > 1 { chosen.detail += " (\(outcomes.count) kept proofs verified)" }

@@ -37,7 +37,9 @@ public enum ErrorBody {
         var fields = headers
         fields[.contentType] = "application/json; charset=utf-8"
         fields[.cacheControl] = fields[.cacheControl] ?? "no-store"
-        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: encode(code: code, message: message, details: details))))
+        return Response(
+            status: status, headers: fields,
+            body: .init(byteBuffer: ByteBuffer(bytes: encode(code: code, message: message, details: details))))
     }
 
     /// The body bytes: `{"error":{"code":…,"message":…,…}}`.

@@ -83,7 +83,6 @@ public struct ContentResponder<Store: ContentStore>: Sendable {
     }
 }
 
-
 extension HTTPField.Name {
     /// RFC 9530's digest of the whole representation.
     public static let reprDigest = Self("Repr-Digest")!

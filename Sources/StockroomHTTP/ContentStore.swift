@@ -4,9 +4,9 @@ public import Hummingbird
 import NIOCore
 import NIOPosix
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Where content bytes come from: a folder of files, confined to it.
@@ -90,7 +90,8 @@ public struct LocalContentStore: ContentStore {
         // then costs no large allocation (mapped and unmapped by malloc, ~5% of a receipt
         // download's CPU when it was two chunks each time).
         let total = range.upperBound - range.lowerBound + 1
-        let slots = total <= Int64(chunkSize)
+        let slots =
+            total <= Int64(chunkSize)
             ? [ChunkSlot(capacity: Int(total))]
             : [ChunkSlot(capacity: chunkSize), ChunkSlot(capacity: chunkSize)]
         var offset = range.lowerBound
@@ -191,7 +192,6 @@ public struct LocalContentStore: ContentStore {
         return stamp == expected
     }
 }
-
 
 /// An open content file: the descriptor, closed in `deinit`, and its stamp from `fstat`.
 final class OpenContentFile: Sendable {

@@ -41,10 +41,12 @@ public struct ObjectContentStore: ContentStore {
         }
         // An object the catalogue has not hashed (no ETag, no CRC-32C to check its bytes against)
         // is never streamed.
-        guard head.size == representation.size, let etag = representation.objectETag, head.etag == etag, representation.objectCRC32C != nil else {
+        guard head.size == representation.size, let etag = representation.objectETag, head.etag == etag, representation.objectCRC32C != nil
+        else {
             heads.forget(key)
             StockroomMetrics.objectStoreError(operation: "head", .changed(key: key))
-            logger.warning("an object changed since the catalogue hashed it; the next poll hashes it again", metadata: ["key": .string(key)])
+            logger.warning(
+                "an object changed since the catalogue hashed it; the next poll hashes it again", metadata: ["key": .string(key)])
             throw ContentError.changedSinceHashed(key)
         }
         return PreparedContent(absolutePath: key, representation: representation)
@@ -62,9 +64,11 @@ public struct ObjectContentStore: ContentStore {
         // sends other bytes never completes a download. (SHA-256 here held a stream to half the
         // speed of a plain copy on two cores; the client checks the SHA-256 itself.)
         let check: BodyCheck? =
-            range.lowerBound == 0 && range.upperBound == content.representation.size - 1 ? content.representation.objectCRC32C.map(BodyCheck.init(expected:)) : nil
+            range.lowerBound == 0 && range.upperBound == content.representation.size - 1
+            ? content.representation.objectCRC32C.map(BodyCheck.init(expected:)) : nil
         if let direct {
-            try await write(key, etag: etag, range: range, check: check, through: DirectStream(direct: direct, check: check, progress: progress))
+            try await write(
+                key, etag: etag, range: range, check: check, through: DirectStream(direct: direct, check: check, progress: progress))
             return
         }
         var offset = range.lowerBound
@@ -128,7 +132,9 @@ public struct ObjectContentStore: ContentStore {
 
     /// On a live connection: the store transfer's thread writes each piece straight to the channel
     /// (`DirectStream`), so no task stands between the two threads that touch the bytes.
-    private func write(_ key: String, etag: String?, range: ClosedRange<Int64>, check: BodyCheck?, through stream: DirectStream) async throws {
+    private func write(_ key: String, etag: String?, range: ClosedRange<Int64>, check: BodyCheck?, through stream: DirectStream)
+        async throws
+    {
         do {
             let client = self.client
             var offset = range.lowerBound
@@ -140,7 +146,9 @@ public struct ObjectContentStore: ContentStore {
                 let transfer = stream.beginTransfer()
                 let outcome: Result<Int64, ObjectStoreError>
                 do throws(ObjectStoreError) {
-                    outcome = .success(try await client.stream(key, range: offset...range.upperBound, ifMatch: etag) { stream.put($0, transfer: transfer) })
+                    outcome = .success(
+                        try await client.stream(key, range: offset...range.upperBound, ifMatch: etag) { stream.put($0, transfer: transfer) }
+                    )
                 } catch {
                     outcome = .failure(error)
                 }
@@ -188,10 +196,13 @@ public struct ObjectContentStore: ContentStore {
         if operation != "head" { heads.forget(key) }
         StockroomMetrics.objectStoreError(operation: operation, error)
         if case .changed = error {
-            logger.warning("an object changed since the catalogue hashed it; the next poll hashes it again", metadata: ["key": .string(key)])
+            logger.warning(
+                "an object changed since the catalogue hashed it; the next poll hashes it again", metadata: ["key": .string(key)])
             return .changedSinceHashed(key)
         }
-        logger.error("the object store could not give an object", metadata: ["key": .string(key), "operation": .string(operation), "error": "\(error)"])
+        logger.error(
+            "the object store could not give an object",
+            metadata: ["key": .string(key), "operation": .string(operation), "error": "\(error)"])
         return .unavailable(key: key, reason: error.description)
     }
 }

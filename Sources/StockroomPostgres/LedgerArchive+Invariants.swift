@@ -21,7 +21,9 @@ extension LedgerArchive {
         var logged: [String: Int] = [:]
         for attempt in attempts {
             logged[attempt.transactionID, default: 0] += 1
-            if !known.contains(attempt.transactionID) { problems.append("download attempt \(attempt.id ?? 0): no transaction \(attempt.transactionID)") }
+            if !known.contains(attempt.transactionID) {
+                problems.append("download attempt \(attempt.id ?? 0): no transaction \(attempt.transactionID)")
+            }
             if attempt.bytes < 0 { problems.append("download attempt \(attempt.id ?? 0): negative bytes") }
         }
         for (id, count) in logged.sorted(by: { $0.key < $1.key }) where count > DownloadAttempt.keptPerTransaction {
@@ -30,7 +32,9 @@ extension LedgerArchive {
         var kept: [String: Int] = [:]
         for proof in pendingProofs {
             if proof.status == .pending { kept[proof.transactionID, default: 0] += 1 }
-            if VerifiedProof.digest(of: proof.proof) != proof.proofDigest { problems.append("pending proof \(proof.id ?? 0): digest does not match its proof") }
+            if VerifiedProof.digest(of: proof.proof) != proof.proofDigest {
+                problems.append("pending proof \(proof.id ?? 0): digest does not match its proof")
+            }
         }
         for (id, count) in kept.sorted(by: { $0.key < $1.key }) where count > PendingProof.perTransaction {
             problems.append("transaction \(id): \(count) pending proofs kept, more than \(PendingProof.perTransaction)")
@@ -49,9 +53,13 @@ extension LedgerArchive {
         if row.state == .pending { problems.append("pending: unverified proofs are kept apart, never as fulfilments") }
         if row.state.isEntitled {
             if row.verifiedAt == nil { problems.append("\(row.state.rawValue) but never verified") }
-            if let digest = row.proofDigest, digest != VerifiedProof.digest(of: row.proof) { problems.append("its proof digest does not match its proof") }
+            if let digest = row.proofDigest, digest != VerifiedProof.digest(of: row.proof) {
+                problems.append("its proof digest does not match its proof")
+            }
         }
-        if [.delivered, .acknowledged].contains(row.state), row.deliveredAt == nil { problems.append("\(row.state.rawValue) with no delivery time") }
+        if [.delivered, .acknowledged].contains(row.state), row.deliveredAt == nil {
+            problems.append("\(row.state.rawValue) with no delivery time")
+        }
         if row.state == .acknowledged, row.acknowledgedAt == nil { problems.append("acknowledged with no acknowledgement time") }
         let caused = row.revokedByOperatorAt != nil || row.revokedByRefundAt != nil
         if row.state == .revoked, !caused { problems.append("revoked with no cause (operator or refund)") }
@@ -83,9 +91,15 @@ extension LedgerArchive {
             row.finishedAt = row.finishedAt.map(round)
             return row
         }
-        copy.attempts = attempts.map { var attempt = $0; attempt.at = round(attempt.at); return attempt }
-        copy.pendingProofs = pendingProofs.map { var proof = $0; proof.createdAt = round(proof.createdAt); proof.updatedAt = round(proof.updatedAt); return proof }
-        copy.notifications = notifications.map { var notification = $0; notification.receivedAt = round(notification.receivedAt); return notification }
+        copy.attempts = attempts.map {
+            var attempt = $0; attempt.at = round(attempt.at); return attempt
+        }
+        copy.pendingProofs = pendingProofs.map {
+            var proof = $0; proof.createdAt = round(proof.createdAt); proof.updatedAt = round(proof.updatedAt); return proof
+        }
+        copy.notifications = notifications.map {
+            var notification = $0; notification.receivedAt = round(notification.receivedAt); return notification
+        }
         copy.serverCalls = serverCalls.map { call in
             var call = call
             call.dueAt = round(call.dueAt)

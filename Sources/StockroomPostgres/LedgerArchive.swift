@@ -20,7 +20,8 @@ public struct LedgerArchive: Sendable, Equatable {
 
     /// The statements that write every row, IDs included, in an order that keeps references whole.
     public var insertions: [LedgerStatement] {
-        fulfilments.map { .insert($0) } + attempts.map { .insert($0) } + pendingProofs.map { .insert($0) } + notifications.map { .insert($0) }
+        fulfilments.map { .insert($0) } + attempts.map { .insert($0) } + pendingProofs.map { .insert($0) }
+            + notifications.map { .insert($0) }
             + serverCalls.map { .insert($0) }
     }
 

@@ -55,7 +55,9 @@ public struct PostgresAddress: Sendable, Equatable, CustomStringConvertible {
         guard (1...65535).contains(port) else { throw Malformed(description: "the PostgreSQL port must be from 1 to 65535") }
         var tls = TLSMode.prefer
         for item in components.queryItems ?? [] {
-            guard item.name == "sslmode" else { throw Malformed(description: "the PostgreSQL address takes only ?sslmode=, not \"\(item.name)\"") }
+            guard item.name == "sslmode" else {
+                throw Malformed(description: "the PostgreSQL address takes only ?sslmode=, not \"\(item.name)\"")
+            }
             guard let mode = TLSMode(rawValue: item.value ?? "") else {
                 throw Malformed(description: "sslmode must be disable, prefer or require, not \"\(item.value ?? "")\"")
             }

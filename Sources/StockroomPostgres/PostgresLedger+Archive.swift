@@ -35,7 +35,9 @@ extension PostgresLedger {
             for table in ["download_attempts", "pending_proofs", "server_calls"] {
                 try await connection.query(
                     PostgresQuery(
-                        unsafeSQL: "SELECT setval(pg_get_serial_sequence('\(table)', 'id'), COALESCE((SELECT max(id) FROM \(table)), 0) + 1, false)"),
+                        unsafeSQL:
+                            "SELECT setval(pg_get_serial_sequence('\(table)', 'id'), COALESCE((SELECT max(id) FROM \(table)), 0) + 1, false)"
+                    ),
                     logger: logger
                 ).drain()
             }

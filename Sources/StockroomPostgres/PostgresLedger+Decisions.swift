@@ -4,7 +4,8 @@ import StockroomCore
 
 /// Every decision (`LedgerDecisions`): one transaction, the purchase locked across instances.
 extension PostgresLedger {
-    public func decide<Value: Sendable>(_ scope: PurchaseScope, _ decision: @escaping @Sendable (inout PurchaseWork) throws -> Value) async throws
+    public func decide<Value: Sendable>(_ scope: PurchaseScope, _ decision: @escaping @Sendable (inout PurchaseWork) throws -> Value)
+        async throws
         -> Value
     {
         try await database.transaction { connection in
@@ -32,8 +33,12 @@ extension PostgresLedger {
 
     /// The purchase's rows under its advisory lock (keys are hashed into the one-key advisory
     /// space; migrations use the two-key space), then `FOR UPDATE`.
-    private func purchase(transactionID: String, originalTransactionID: String, on connection: PostgresConnection) async throws -> [Fulfilment] {
-        try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("purchase:" + originalTransactionID), 0))", logger: logger).drain()
+    private func purchase(transactionID: String, originalTransactionID: String, on connection: PostgresConnection) async throws
+        -> [Fulfilment]
+    {
+        try await connection.query(
+            "SELECT pg_advisory_xact_lock(hashtextextended(\("purchase:" + originalTransactionID), 0))", logger: logger
+        ).drain()
         let rows = LedgerStatement.purchase(transactionID: transactionID, originalTransactionID: originalTransactionID)
         return try await fetch(rows, as: Fulfilment.self, on: connection, locking: true)
     }

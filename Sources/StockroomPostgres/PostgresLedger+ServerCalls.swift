@@ -6,7 +6,8 @@ import StockroomCore
 /// makes them due, settled in one transaction (leases, with SKIP LOCKED so that instances
 /// sharing the ledger each send a different call, and reads are the shared ones).
 extension PostgresLedger {
-    public func queueConsumptionAnswer(_ transactionID: String, environment: StoreEnvironment, requestedBy uuid: String, now: Date) async throws
+    public func queueConsumptionAnswer(_ transactionID: String, environment: StoreEnvironment, requestedBy uuid: String, now: Date)
+        async throws
         -> ConsumptionQueueing
     {
         try await database.transaction { connection in

@@ -26,13 +26,17 @@ public struct PostgresLedger: Ledger, LedgerStatementRunner {
     /// A write runs in a transaction of its own: a call cut before it answered never commits, where
     /// a lone statement could still land once a stalled connection moved again.
     public func fetch<Record: LedgerRecord>(_ statement: LedgerStatement, as type: Record.Type) async throws -> [Record] {
-        guard statement.isRead else { return try await database.transaction { connection in try await fetch(statement, as: type, on: connection) } }
+        guard statement.isRead else {
+            return try await database.transaction { connection in try await fetch(statement, as: type, on: connection) }
+        }
         return try await database.read { connection in try await fetch(statement, as: type, on: connection) }
     }
 
     /// Runs one of the ledger's shared statements on `connection` and reads each row it returns as
     /// `Record`; `locking` a SELECT's rows `FOR UPDATE` until the transaction ends.
-    func fetch<Record: LedgerRecord>(_ statement: LedgerStatement, as type: Record.Type, on connection: PostgresConnection, locking: Bool = false)
+    func fetch<Record: LedgerRecord>(
+        _ statement: LedgerStatement, as type: Record.Type, on connection: PostgresConnection, locking: Bool = false
+    )
         async throws -> [Record]
     {
         var query = statement.postgres

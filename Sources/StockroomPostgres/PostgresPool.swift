@@ -30,7 +30,8 @@ public final class PostgresPool: Service, Sendable {
     /// brought up to date already (the server does it before it starts); otherwise the first
     /// call does it.
     public init(
-        address: PostgresAddress, poolSize: Int, checkoutTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30), migrated: Bool = false,
+        address: PostgresAddress, poolSize: Int, checkoutTimeout: Duration = .seconds(5), callTimeout: Duration = .seconds(30),
+        migrated: Bool = false,
         logger: Logger
     ) {
         var logger = logger
@@ -62,7 +63,10 @@ public final class PostgresPool: Service, Sendable {
     /// returns the versions this call applied.
     @discardableResult
     public func migrate() async throws -> [Int] {
-        try await retryingConflicts { try await self.withConnection(bounded: false) { connection in try await PostgresSchema.migrate(connection, logger: self.logger) } }
+        try await retryingConflicts {
+            try await self.withConnection(bounded: false) { connection in try await PostgresSchema.migrate(connection, logger: self.logger)
+            }
+        }
     }
 
     /// Migrates over a connection of its own, before any pool runs (the server's start-up):
@@ -106,7 +110,8 @@ public final class PostgresPool: Service, Sendable {
     /// `body` in one SQL transaction, retried whole on a serialisation failure, a deadlock, or a
     /// unique key another transaction took first; other errors roll it back and surface.
     /// `bounded` false lets it run past `callTimeout` (moving a whole ledger).
-    func transaction<Value: Sendable>(bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws
+    func transaction<Value: Sendable>(bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value)
+        async throws
         -> Value
     {
         try await retrying {
@@ -142,20 +147,23 @@ public final class PostgresPool: Service, Sendable {
     /// only `outageCheckoutTimeout`, so a 503 comes quickly. A `bounded` call still running on its
     /// connection after `callTimeout`, or about a second after that connection closed, is
     /// `LedgerUnavailable` too, and its connection is closed.
-    func withConnection<Value: Sendable>(bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value) async throws
+    func withConnection<Value: Sendable>(bounded: Bool = true, _ body: @escaping @Sendable (PostgresConnection) async throws -> Value)
+        async throws
         -> Value
     {
         let timeout = outage.isLost ? min(checkoutTimeout, Self.outageCheckoutTimeout) : checkoutTimeout
         do {
             let value = try await PooledCall<Value>.answer(within: timeout, callTimeout: bounded ? callTimeout : nil) { call in
                 try await self.client.withConnection { connection in
-                    let checkedOut = call.checkout(cutting: { let _: EventLoopFuture<Void> = connection.close() }, isClosed: { connection.isClosed })
+                    let checkedOut = call.checkout(
+                        cutting: { let _: EventLoopFuture<Void> = connection.close() }, isClosed: { connection.isClosed })
                     guard checkedOut else { throw CancellationError() }
                     defer { call.release() }
                     // The pool can hand out a connection the database has just closed (it hears
                     // of the close later), and a query on it is never answered: another is tried.
                     guard !connection.isClosed else {
-                        throw PostgresFault.Retryable(sqlState: "08006", underlying: LedgerUnavailable(reason: "the database closed the connection"))
+                        throw PostgresFault.Retryable(
+                            sqlState: "08006", underlying: LedgerUnavailable(reason: "the database closed the connection"))
                     }
                     return try await body(connection)
                 }
@@ -165,7 +173,8 @@ public final class PostgresPool: Service, Sendable {
         } catch {
             let fault = PostgresFault.classify(error)
             if let lost = fault as? LedgerUnavailable, outage.lost() {
-                logger.warning("ledger database unavailable", metadata: ["database": .string(address.description), "reason": .string(lost.reason)])
+                logger.warning(
+                    "ledger database unavailable", metadata: ["database": .string(address.description), "reason": .string(lost.reason)])
             }
             throw fault
         }

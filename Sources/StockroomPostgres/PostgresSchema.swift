@@ -14,7 +14,9 @@ enum PostgresSchema {
     /// A ledger migrated by a newer Stockroom: this one must not write to it.
     struct NewerSchema: Error, CustomStringConvertible {
         let version: Int
-        var description: String { "the ledger's schema is at version \(version), newer than this Stockroom knows (\(PostgresSchema.migrations.count))" }
+        var description: String {
+            "the ledger's schema is at version \(version), newer than this Stockroom knows (\(PostgresSchema.migrations.count))"
+        }
     }
 
     static let migrations = LedgerSchema.migrations(.postgres)

@@ -3,7 +3,7 @@ import StockroomCore
 import GRDB
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension SQLiteDatabase {
@@ -45,7 +45,9 @@ extension SQLiteDatabase {
         let target = URL(fileURLWithPath: destination).standardizedFileURL
         let folder = target.deletingLastPathComponent().path
         var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else { throw BackupFailure.noFolder(folder) }
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+            throw BackupFailure.noFolder(folder)
+        }
         if Self.sameFile(path, target.path) { throw BackupFailure.sameFile(destination) }
 
         var configuration = Configuration()

@@ -5,7 +5,8 @@ import StockroomCore
 /// The calls owed to the App Store Server API, on SQLite: queued in the write that makes them
 /// due, settled in one write (leases and reads are the shared ones).
 extension SQLiteLedger {
-    public func queueConsumptionAnswer(_ transactionID: String, environment: StoreEnvironment, requestedBy uuid: String, now: Date) async throws
+    public func queueConsumptionAnswer(_ transactionID: String, environment: StoreEnvironment, requestedBy uuid: String, now: Date)
+        async throws
         -> ConsumptionQueueing
     {
         try await database.writer.write { db in

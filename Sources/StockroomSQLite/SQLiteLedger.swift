@@ -24,7 +24,8 @@ public struct SQLiteLedger: Ledger, LedgerStatementRunner {
 
     // MARK: Decisions
 
-    public func decide<Value: Sendable>(_ scope: PurchaseScope, _ decision: @escaping @Sendable (inout PurchaseWork) throws -> Value) async throws
+    public func decide<Value: Sendable>(_ scope: PurchaseScope, _ decision: @escaping @Sendable (inout PurchaseWork) throws -> Value)
+        async throws
         -> Value
     {
         try await database.writer.write { db in
@@ -42,7 +43,8 @@ public struct SQLiteLedger: Ledger, LedgerStatementRunner {
             return try fetch(.purchase(transactionID: transactionID, originalTransactionID: originalTransactionID), as: Fulfilment.self, db)
         case .purchaseOf(let transactionID):
             guard let row = try fetch(.fulfilment(transactionID), as: Fulfilment.self, db).first else { return [] }
-            return try fetch(.purchase(transactionID: row.transactionID, originalTransactionID: row.originalTransactionID), as: Fulfilment.self, db)
+            return try fetch(
+                .purchase(transactionID: row.transactionID, originalTransactionID: row.originalTransactionID), as: Fulfilment.self, db)
         case .transaction(let transactionID):
             return try fetch(.fulfilment(transactionID), as: Fulfilment.self, db)
         }

@@ -29,7 +29,8 @@ public enum StartupError: Error, CustomStringConvertible {
         switch self {
         case .content(let error): "content: \(error)"
         case .catalog(let error):
-            "catalogue refused (\(error.problems.count) problem\(error.problems.count == 1 ? "" : "s")): " + error.problems.joined(separator: "; ")
+            "catalogue refused (\(error.problems.count) problem\(error.problems.count == 1 ? "" : "s")): "
+                + error.problems.joined(separator: "; ")
         case .database(let path, let reason): "database \"\(path)\" cannot be opened for writing: \(reason)"
         case .tokenSecret(let path?, let reason): "the download-token secret \"\(path)\" cannot be used: \(reason)"
         case .tokenSecret(nil, let reason): reason
@@ -77,7 +78,8 @@ public func buildApplication(
             } catch {
                 throw StartupError.content(error)
             }
-            let loader = CatalogLoader(catalogFolder: configuration.catalogFolder, jail: folder, digests: DigestCache(file: configuration.digestCachePath))
+            let loader = CatalogLoader(
+                catalogFolder: configuration.catalogFolder, jail: folder, digests: DigestCache(file: configuration.digestCachePath))
             jail = folder
             catalogStore = CatalogStore(catalog: try await NIOThreadPool.catalog.runIfActive { try loader.load() }, loader: loader)
         }
@@ -110,15 +112,18 @@ public func buildApplication(
     let health = HealthController<AppRequestContext>(catalog: catalogStore, metrics: metrics, ledger: ledger, slots: slots)
     health.addRoutes(to: router, withMetrics: configuration.metricsAddress == nil)
     CatalogController(store: catalogStore).addRoutes(to: router.group("v1"))
-    var signedTransactions = SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil)
+    var signedTransactions = SignedTransactionVerifier(
+        root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil)
     signedTransactions.xcode = trust.xcode
     let receipts: any ReceiptVerifier =
-        trust.xcode == nil ? verifier : XcodeReceiptVerifier(upstream: verifier, bundleID: configuration.bundleID, pinned: configuration.xcodeCertificate)
+        trust.xcode == nil
+        ? verifier : XcodeReceiptVerifier(upstream: verifier, bundleID: configuration.bundleID, pinned: configuration.xcodeCertificate)
     var entitlements = Entitlements(
         ledger: ledger, receipts: receipts, signedTransactions: signedTransactions, serverAPI: trust.serverAPI,
         tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
         policy: EntitlementPolicy(
-            reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow, proratedRefund: configuration.proratedRefund,
+            reverifyAfter: configuration.reverifyInterval, allowsSandbox: configuration.sandbox == .allow,
+            proratedRefund: configuration.proratedRefund,
             pendingProofs: configuration.pendingProofBounds),
         gate: configuration.upstreamRateLimiter(), logger: logger)
     let sender = trust.serverAPI.map { client in
@@ -135,7 +140,8 @@ public func buildApplication(
             configuration.contentDelivery == .redirect
             ? PresignedRedirect(client: objects.client, lifetime: configuration.presignLifetime, logger: logger) : nil
         DownloadController(
-            catalog: catalogStore, entitlements: entitlements, responder: ContentResponder(store: ObjectContentStore(client: objects.client, logger: logger)),
+            catalog: catalogStore, entitlements: entitlements,
+            responder: ContentResponder(store: ObjectContentStore(client: objects.client, logger: logger)),
             slots: slots, redirect: redirect
         ).addRoutes(to: router.group("v1"))
     } else if let jail {
@@ -153,7 +159,8 @@ public func buildApplication(
     }
     if let simulator {
         simulator.addRoutes(to: router.group("simulator"), configuration: configuration)
-        logger.notice("verifying against the built-in App Store simulator, a test tool", metadata: ["url": .string(configuration.simulatorURL)])
+        logger.notice(
+            "verifying against the built-in App Store simulator, a test tool", metadata: ["url": .string(configuration.simulatorURL)])
     }
 
     logger.info(
@@ -173,7 +180,8 @@ public func buildApplication(
     }
     let metricsListener = configuration.metricsAddress.map { address in
         let metricsRouter = Router()
-        HealthController<BasicRequestContext>(catalog: catalogStore, metrics: metrics, ledger: ledger, slots: slots).addMetricsRoute(to: metricsRouter)
+        HealthController<BasicRequestContext>(catalog: catalogStore, metrics: metrics, ledger: ledger, slots: slots).addMetricsRoute(
+            to: metricsRouter)
         return Application(
             router: metricsRouter, configuration: .init(address: .hostname(address.host, port: address.port), serverName: "Stockroom"),
             logger: logger)
@@ -181,12 +189,14 @@ public func buildApplication(
     return Application(
         router: router,
         server: .http1(
-            limits: configuration.connectionLimits, gate: gate, catalog: CatalogFastPath(store: catalogStore, logger: logger, serverName: "Stockroom")),
+            limits: configuration.connectionLimits, gate: gate,
+            catalog: CatalogFastPath(store: catalogStore, logger: logger, serverName: "Stockroom")),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "Stockroom"),
         // The ledger's pool comes first: services stop in reverse order, so it outlives the requests.
         services: ledgerServices + [
             CatalogWatcher(
-                store: catalogStore, interval: objects == nil ? configuration.catalogPollInterval : configuration.objectPollInterval, logger: logger)
+                store: catalogStore, interval: objects == nil ? configuration.catalogPollInterval : configuration.objectPollInterval,
+                logger: logger)
         ]
             + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger) + (sender.map { [$0] } ?? [])
             + (reverificationJobs.map { [$0] } ?? []) + (metricsListener.map { [$0] } ?? []),
@@ -194,12 +204,13 @@ public func buildApplication(
     )
 }
 
-
 /// The configured ledger, migrated, and the services it needs run (a PostgreSQL pool).
 ///
 /// A `postgres://` address is migrated over a connection of its own before anything binds a
 /// port, so a wrong address, password or database refuses start-up with the server's words.
-func openLedger(_ configuration: ServerConfiguration, finishOn: FinishTrigger? = nil, logger: Logger) async throws -> (any Ledger, [any Service]) {
+func openLedger(_ configuration: ServerConfiguration, finishOn: FinishTrigger? = nil, logger: Logger) async throws -> (
+    any Ledger, [any Service]
+) {
     guard configuration.usesPostgres else {
         do {
             return (SQLiteLedger(database: try SQLiteDatabase(path: configuration.databaseLocation), finishOn: finishOn), [])
@@ -220,7 +231,8 @@ func openLedger(_ configuration: ServerConfiguration, finishOn: FinishTrigger? =
     }
     if configuration.stateFolder == nil {
         // Beside no file: this instance's digest cache (and a generated token secret) go in .stockroom/.
-        try? FileManager.default.createDirectory(atPath: ".stockroom", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try? FileManager.default.createDirectory(
+            atPath: ".stockroom", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
     if configuration.tokenSecret == nil {
         logger.notice(
@@ -228,7 +240,10 @@ func openLedger(_ configuration: ServerConfiguration, finishOn: FinishTrigger? =
             metadata: ["file": .string(configuration.tokenSecretPath)])
     }
     let database = PostgresPool(
-        address: address, poolSize: configuration.databasePoolSize, checkoutTimeout: configuration.databaseTimeout, migrated: true, logger: logger)
-    logger.info("ledger on PostgreSQL", metadata: ["database": .string(address.description), "pool": .stringConvertible(configuration.databasePoolSize)])
+        address: address, poolSize: configuration.databasePoolSize, checkoutTimeout: configuration.databaseTimeout, migrated: true,
+        logger: logger)
+    logger.info(
+        "ledger on PostgreSQL",
+        metadata: ["database": .string(address.description), "pool": .stringConvertible(configuration.databasePoolSize)])
     return (PostgresLedger(database: database, finishOn: finishOn), [database])
 }

@@ -24,7 +24,9 @@ struct CatalogCommand: AsyncParsableCommand {
                 let bucket = try BucketCatalog(configuration)
                 do throws(CatalogError) {
                     let catalog = try await bucket.loader.load()
-                    print("ok: \(catalog.products.count) product\(catalog.products.count == 1 ? "" : "s"), catalogue version \(catalog.version)")
+                    print(
+                        "ok: \(catalog.products.count) product\(catalog.products.count == 1 ? "" : "s"), catalogue version \(catalog.version)"
+                    )
                 } catch {
                     for problem in error.problems { print(problem) }
                     throw ExitCode.failure
@@ -34,7 +36,8 @@ struct CatalogCommand: AsyncParsableCommand {
             let loader = try makeLoader(configuration)
             do {
                 let catalog = try loader.load()
-                print("ok: \(catalog.products.count) product\(catalog.products.count == 1 ? "" : "s"), catalogue version \(catalog.version)")
+                print(
+                    "ok: \(catalog.products.count) product\(catalog.products.count == 1 ? "" : "s"), catalogue version \(catalog.version)")
             } catch {
                 for problem in error.problems { print(problem) }
                 throw ExitCode.failure
@@ -78,7 +81,8 @@ struct CatalogCommand: AsyncParsableCommand {
                 // Content in a bucket: the file is uploaded there, and the catalogue (a file, or
                 // an object in the bucket) gets the entry, as `content push` does.
                 try await BucketCatalog(configuration).push(
-                    file: file, productID: productId, title: title, type: type, key: path, contentType: contentType, contentVersion: contentVersion)
+                    file: file, productID: productId, title: title, type: type, key: path, contentType: contentType,
+                    contentVersion: contentVersion)
                 return
             }
             let loader = try makeLoader(configuration)

@@ -24,9 +24,12 @@ struct ClientCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let folder = cache.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory.appendingPathComponent("stockroom-catalog-\(UUID().uuidString)")
+            let folder =
+                cache.map { URL(fileURLWithPath: $0) }
+                ?? FileManager.default.temporaryDirectory.appendingPathComponent("stockroom-catalog-\(UUID().uuidString)")
             defer { if cache == nil { try? FileManager.default.removeItem(at: folder) } }
-            let client = CatalogClient(server: try connection.url(), cacheFolder: folder, timeout: connection.timeout, trust: try connection.trust())
+            let client = CatalogClient(
+                server: try connection.url(), cacheFolder: folder, timeout: connection.timeout, trust: try connection.trust())
             do {
                 let (catalog, source) = try await client.catalog()
                 switch source {
@@ -128,7 +131,9 @@ struct ClientCommand: AsyncParsableCommand {
                 proof = .transactionReceipt(try ClientOptions.bytes(transactionReceipt ?? ""))
             }
             guard let transactionID else { throw ValidationError("No transaction ID: pass --transaction-id.") }
-            return Purchase(productID: product, transactionID: transactionID, originalTransactionID: original, proof: proof, appAccountToken: accountToken)
+            return Purchase(
+                productID: product, transactionID: transactionID, originalTransactionID: original, proof: proof,
+                appAccountToken: accountToken)
         }
     }
 
@@ -163,7 +168,9 @@ struct ClientCommand: AsyncParsableCommand {
                 throw ExitCode(ClientOptions.status(outcome))
             case .success(let restored):
                 for purchase in restored {
-                    ClientOptions.print(purchase.outcome, productID: purchase.productID, transactionID: purchase.transactionID, json: json, downloaded: purchase.downloaded)
+                    ClientOptions.print(
+                        purchase.outcome, productID: purchase.productID, transactionID: purchase.transactionID, json: json,
+                        downloaded: purchase.downloaded)
                 }
                 throw ExitCode(restored.map { ClientOptions.status($0.outcome) }.max() ?? 0)
             }

@@ -49,7 +49,9 @@ struct ClientConnection: ParsableArguments {
             trust.certificateAuthorities = URL(fileURLWithPath: file)
         }
         for text in pin {
-            guard let pins = TLSTrust.pins(text) else { throw ValidationError("--pin must be sha256// and the base64 SHA-256 of a public key (SPKI).") }
+            guard let pins = TLSTrust.pins(text) else {
+                throw ValidationError("--pin must be sha256// and the base64 SHA-256 of a public key (SPKI).")
+            }
             trust.pinnedPublicKeys += pins
         }
         return trust
@@ -62,7 +64,8 @@ struct ClientConnection: ParsableArguments {
         if catalogued {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("stockroom-catalog-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: folder) }
-            configuration.catalog = try? await CatalogClient(server: url(), cacheFolder: folder, timeout: timeout, trust: trust()).catalog().catalog
+            configuration.catalog = try? await CatalogClient(server: url(), cacheFolder: folder, timeout: timeout, trust: trust()).catalog()
+                .catalog
         }
         do {
             return try Delivery(configuration: configuration)
@@ -75,7 +78,8 @@ struct ClientConnection: ParsableArguments {
 
     /// A delivery's configuration into `into` with its journal in `journal`, reporting entries set aside.
     func configuration(into: String, journal: String) throws -> Delivery.Configuration {
-        var configuration = Delivery.Configuration(server: try url(), journalFolder: URL(fileURLWithPath: journal), folder: URL(fileURLWithPath: into))
+        var configuration = Delivery.Configuration(
+            server: try url(), journalFolder: URL(fileURLWithPath: journal), folder: URL(fileURLWithPath: into))
         configuration.trust = try trust()
         // An object store that content is redirected to: the same authorities, never the server's pins.
         configuration.storeTrust = TLSTrust(certificateAuthorities: configuration.trust.certificateAuthorities)
@@ -106,7 +110,9 @@ enum ClientOptions {
     static func bytes(_ path: String) throws -> Data {
         guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("Cannot read \(path).") }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if !text.isEmpty, let decoded = Data(base64Encoded: text, options: .ignoreUnknownCharacters), text.allSatisfy({ $0.isLetter || $0.isNumber || "+/=\n\r".contains($0) }) {
+        if !text.isEmpty, let decoded = Data(base64Encoded: text, options: .ignoreUnknownCharacters),
+            text.allSatisfy({ $0.isLetter || $0.isNumber || "+/=\n\r".contains($0) })
+        {
             return decoded
         }
         return data
@@ -121,7 +127,8 @@ enum ClientOptions {
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             func text(_ key: CodingKeys) -> String? {
-                (try? container.decodeIfPresent(String.self, forKey: key)) ?? (try? container.decodeIfPresent(Int64.self, forKey: key)).flatMap { $0.map(String.init) }
+                (try? container.decodeIfPresent(String.self, forKey: key))
+                    ?? (try? container.decodeIfPresent(Int64.self, forKey: key)).flatMap { $0.map(String.init) }
             }
             transactionId = text(.transactionId)
             originalTransactionId = text(.originalTransactionId)

@@ -48,7 +48,8 @@ struct ContentCommand: AsyncParsableCommand {
         func run() async throws {
             let configuration = try options.configuration()
             try await BucketCatalog(configuration).push(
-                file: file, productID: product, title: title, type: type, key: key, contentType: contentType, contentVersion: contentVersion)
+                file: file, productID: product, title: title, type: type, key: key, contentType: contentType, contentVersion: contentVersion
+            )
         }
     }
 }
@@ -87,7 +88,8 @@ struct BucketCatalog {
         } catch {
             fail("--catalog: \(error)")
         }
-        self.loader = ObjectCatalogLoader(catalog: place, content: client, location: location, digests: DigestCache(file: configuration.digestCachePath))
+        self.loader = ObjectCatalogLoader(
+            catalog: place, content: client, location: location, digests: DigestCache(file: configuration.digestCachePath))
     }
 
     /// Uploads `file` and adds or updates the product, then writes the catalogue once it validates.
@@ -130,7 +132,9 @@ struct BucketCatalog {
         let started = ContinuousClock.now
         let uploaded: ObjectUpload.Result
         do {
-            uploaded = try await ObjectUpload(client: client).upload(file, to: objectKey, contentType: entry.contentType ?? "application/octet-stream") {
+            uploaded = try await ObjectUpload(client: client).upload(
+                file, to: objectKey, contentType: entry.contentType ?? "application/octet-stream"
+            ) {
                 sent, total in
                 let percent = total > 0 ? sent * 100 / total : 100
                 FileHandle.standardError.write(Data("pushed \(Self.mebibytes(sent)) of \(Self.mebibytes(total)) (\(percent)%)\n".utf8))
@@ -172,7 +176,9 @@ struct BucketCatalog {
                 fail("\(loader.catalogName) could not be written: \(error)")
             }
         }
-        let seconds = Double((ContinuousClock.now - started).components.attoseconds) / 1e18 + Double((ContinuousClock.now - started).components.seconds)
+        let seconds =
+            Double((ContinuousClock.now - started).components.attoseconds) / 1e18
+            + Double((ContinuousClock.now - started).components.seconds)
         print(
             "pushed \(productID): s3://\(location.bucket)/\(objectKey), \(uploaded.head.size) bytes in \(String(format: "%.1f", seconds)) s, sha256 \(uploaded.digest.sha256)"
         )
@@ -194,7 +200,8 @@ struct BucketCatalog {
 
     /// `name` with the content version before its extension: `level.pak` → `level.v2.pak`.
     static func versioned(_ name: String, _ version: String) -> String {
-        let safe = String(version.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "." || $0 == "-" || $0 == "_" }.prefix(32))
+        let safe = String(
+            version.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "." || $0 == "-" || $0 == "_" }.prefix(32))
         let tag = "v" + (safe.isEmpty ? "next" : safe)
         let slash = name.lastIndex(of: "/").map { name.index(after: $0) } ?? name.startIndex
         guard let dot = name[slash...].lastIndex(of: "."), dot != slash else { return name + "." + tag }

@@ -23,7 +23,10 @@ struct FulfilmentsCommand: AsyncParsableCommand {
         @Option(help: "Only those changed since: an ISO 8601 date or time, or an age such as 30m, 24h, 7d.")
         var since: String?
 
-        @Flag(help: "Only transactions whose Finish Transaction call is still queued (Apple down, or waiting for a retry), with its tries and last error.")
+        @Flag(
+            help:
+                "Only transactions whose Finish Transaction call is still queued (Apple down, or waiting for a retry), with its tries and last error."
+        )
         var unfinished = false
 
         @Option(help: "At most this many rows.")
@@ -42,7 +45,9 @@ struct FulfilmentsCommand: AsyncParsableCommand {
                 filter.states = [parsed]
             }
             if let since {
-                guard let date = SinceParser.date(since) else { throw ValidationError("--since takes a date (2026-11-20), a time, or an age (24h)") }
+                guard let date = SinceParser.date(since) else {
+                    throw ValidationError("--since takes a date (2026-11-20), a time, or an age (24h)")
+                }
                 filter.since = date
             }
             filter.unfinished = unfinished
@@ -54,18 +59,23 @@ struct FulfilmentsCommand: AsyncParsableCommand {
             }
             let header = ["TRANSACTION", "STATE", "PRODUCT", "ENV", "ATTEMPTS", "BYTES", "UPDATED"]
             let table = rows.map { row in
-                [row.transactionID, row.state.rawValue, row.productID, row.environment?.rawValue ?? "-", String(row.attempts),
-                 String(row.bytesDelivered), OperatorJSON.date(row.updatedAt)]
+                [
+                    row.transactionID, row.state.rawValue, row.productID, row.environment?.rawValue ?? "-", String(row.attempts),
+                    String(row.bytesDelivered), OperatorJSON.date(row.updatedAt),
+                ]
             }
             print(TextTable.render([header] + table))
             print("\(rows.count) transaction\(rows.count == 1 ? "" : "s")")
             let kept = try await OperatorContext(options: options).ledger.pendingProofs(status: .pending, limit: 1_000_000).count
-            if kept > 0 { print("\(kept) pending proof\(kept == 1 ? "" : "s") kept while the App Store was unreachable: --state pending lists them") }
+            if kept > 0 {
+                print("\(kept) pending proof\(kept == 1 ? "" : "s") kept while the App Store was unreachable: --state pending lists them")
+            }
         }
 
         /// Transactions waiting for Finish Transaction, with the queued call's state.
         private func listUnfinished(_ rows: [Fulfilment]) async throws {
-            let calls = try await OperatorContext(options: options).ledger.serverCalls(ServerCallListQuery(kind: .finish, status: .queued, limit: 1_000_000))
+            let calls = try await OperatorContext(options: options).ledger.serverCalls(
+                ServerCallListQuery(kind: .finish, status: .queued, limit: 1_000_000))
             let byTransaction = Dictionary(calls.map { ($0.transactionID, $0) }, uniquingKeysWith: { first, _ in first })
             let header = ["TRANSACTION", "STATE", "PRODUCT", "ENV", "TRIES", "NEXT TRY", "LAST ERROR"]
             let table = rows.map { row in
@@ -88,16 +98,21 @@ struct FulfilmentsCommand: AsyncParsableCommand {
             }
             let header = ["TRANSACTION", "STATUS", "REQUESTED PRODUCT", "KIND", "PROOF SHA-256", "UPDATED"]
             let table = proofs.map { proof in
-                [proof.transactionID, proof.status.rawValue, proof.requestedProductID, proof.proofKind.rawValue,
-                 String(proof.proofDigest.prefix(16)), OperatorJSON.date(proof.updatedAt)]
+                [
+                    proof.transactionID, proof.status.rawValue, proof.requestedProductID, proof.proofKind.rawValue,
+                    String(proof.proofDigest.prefix(16)), OperatorJSON.date(proof.updatedAt),
+                ]
             }
             print(TextTable.render([header] + table))
-            print("\(proofs.count) kept proof\(proofs.count == 1 ? "" : "s"); `stockroom refulfil --pending` verifies them (`stockroom refulfil ID` those of one transaction)")
+            print(
+                "\(proofs.count) kept proof\(proofs.count == 1 ? "" : "s"); `stockroom refulfil --pending` verifies them (`stockroom refulfil ID` those of one transaction)"
+            )
         }
     }
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show one transaction and its download attempts (never the receipt itself).")
+        static let configuration = CommandConfiguration(
+            abstract: "Show one transaction and its download attempts (never the receipt itself).")
 
         @OptionGroup var options: ServerOptions
 
@@ -129,13 +144,14 @@ struct FulfilmentsCommand: AsyncParsableCommand {
 enum SinceParser {
     static func date(_ text: String, now: Date = Date()) -> Date? {
         if let unit = text.last, let amount = Double(text.dropLast()), amount >= 0 {
-            let seconds: Double? = switch unit {
-            case "s": 1
-            case "m": 60
-            case "h": 3600
-            case "d": 86400
-            default: nil
-            }
+            let seconds: Double? =
+                switch unit {
+                case "s": 1
+                case "m": 60
+                case "h": 3600
+                case "d": 86400
+                default: nil
+                }
             if let seconds { return now.addingTimeInterval(-amount * seconds) }
         }
         if let time = try? Date(text, strategy: .iso8601) { return time }

@@ -71,7 +71,9 @@ struct LedgerCommand: AsyncParsableCommand {
             }
             let elapsed = ContinuousClock.now - started
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            print("backed up \(configuration.databaseLocation) to \(path): \(backup.fulfilments) fulfilments, \(backup.bytes) bytes, " + String(format: "%.2f s", seconds))
+            print(
+                "backed up \(configuration.databaseLocation) to \(path): \(backup.fulfilments) fulfilments, \(backup.bytes) bytes, "
+                    + String(format: "%.2f s", seconds))
         }
     }
 

@@ -61,7 +61,8 @@ struct NotificationsCommand: AsyncParsableCommand {
                 do {
                     let done = try await sync.run(query, environment: environment) { progress in
                         ProgressLine.show(
-                            "\(progress.environment.rawValue): \(ProgressLine.bar(progress.covered)) page \(progress.pages), \(progress.seen) notification\(progress.seen == 1 ? "" : "s"), \(progress.applied) applied")
+                            "\(progress.environment.rawValue): \(ProgressLine.bar(progress.covered)) page \(progress.pages), \(progress.seen) notification\(progress.seen == 1 ? "" : "s"), \(progress.applied) applied"
+                        )
                     }
                     ProgressLine.finish()
                     print(Self.summary(done))
@@ -76,7 +77,8 @@ struct NotificationsCommand: AsyncParsableCommand {
 
         static func summary(_ progress: NotificationSync.Progress) -> String {
             let effects = progress.effects.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-            return "\(progress.environment.rawValue): \(progress.seen) notification\(progress.seen == 1 ? "" : "s") in \(progress.pages) page\(progress.pages == 1 ? "" : "s"): "
+            return
+                "\(progress.environment.rawValue): \(progress.seen) notification\(progress.seen == 1 ? "" : "s") in \(progress.pages) page\(progress.pages == 1 ? "" : "s"): "
                 + "\(progress.applied) applied\(effects.isEmpty ? "" : " (\(effects))"), \(progress.duplicates) already recorded, \(progress.refused) refused (did not verify)"
         }
     }
@@ -99,7 +101,8 @@ enum ProgressLine {
         let clamped = fraction.isFinite ? min(max(fraction, 0), 1) : 0
         let filled = Int((clamped * Double(width)).rounded(.down))
         let percent = Int((clamped * 100).rounded(.down))
-        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] " + String(percent).leftPadded(to: 3) + "%"
+        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] "
+            + String(percent).leftPadded(to: 3) + "%"
     }
 
     static func finish() {

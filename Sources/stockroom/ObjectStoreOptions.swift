@@ -15,15 +15,20 @@ struct ObjectStoreOptions: ParsableArguments {
             """)
     var s3Endpoint: String?
 
-    @Option(name: .customLong("s3-region"), help: "The store's region (STOCKROOM_S3_REGION, else AWS_REGION; default us-east-1; R2 uses auto).")
+    @Option(
+        name: .customLong("s3-region"), help: "The store's region (STOCKROOM_S3_REGION, else AWS_REGION; default us-east-1; R2 uses auto).")
     var s3Region: String?
 
     @Option(
         name: .customLong("s3-addressing"),
-        help: "path (https://endpoint/BUCKET/KEY) or virtual (https://BUCKET.endpoint/KEY) (STOCKROOM_S3_ADDRESSING; default virtual for AWS, path with --s3-endpoint).")
+        help:
+            "path (https://endpoint/BUCKET/KEY) or virtual (https://BUCKET.endpoint/KEY) (STOCKROOM_S3_ADDRESSING; default virtual for AWS, path with --s3-endpoint)."
+    )
     var s3Addressing: String?
 
-    @Option(name: .customLong("s3-profile"), help: "A profile of the shared credentials file (AWS_PROFILE; default the AWS_* variables, else default).")
+    @Option(
+        name: .customLong("s3-profile"),
+        help: "A profile of the shared credentials file (AWS_PROFILE; default the AWS_* variables, else default).")
     var s3Profile: String?
 
     @Option(
@@ -36,18 +41,24 @@ struct ObjectStoreOptions: ParsableArguments {
 
     @Option(
         name: .customLong("presign-lifetime"),
-        help: ArgumentHelp("The longest a presigned URL lives, never past the download token (STOCKROOM_PRESIGN_LIFETIME; default 15m).", valueName: "duration"))
+        help: ArgumentHelp(
+            "The longest a presigned URL lives, never past the download token (STOCKROOM_PRESIGN_LIFETIME; default 15m).",
+            valueName: "duration"))
     var presignLifetime: String?
 
     @Option(
         name: .customLong("s3-poll-interval"),
-        help: ArgumentHelp("How often a bucket's catalogue and objects are checked for changes (STOCKROOM_S3_POLL_INTERVAL; default 15s).", valueName: "duration"))
+        help: ArgumentHelp(
+            "How often a bucket's catalogue and objects are checked for changes (STOCKROOM_S3_POLL_INTERVAL; default 15s).",
+            valueName: "duration"))
     var pollInterval: String?
 
     func apply(to configuration: inout ServerConfiguration, environment: [String: String]) throws {
         func value(_ flag: String?, _ name: String) -> String? { flag ?? environment["STOCKROOM_\(name)"] }
         if let text = value(contentDelivery, "CONTENT_DELIVERY") {
-            guard let delivery = ContentDelivery(rawValue: text) else { throw ValidationError("--content-delivery must be stream or redirect, not \"\(text)\"") }
+            guard let delivery = ContentDelivery(rawValue: text) else {
+                throw ValidationError("--content-delivery must be stream or redirect, not \"\(text)\"")
+            }
             configuration.contentDelivery = delivery
         }
         if let text = value(presignLifetime, "PRESIGN_LIFETIME") {
@@ -67,7 +78,9 @@ struct ObjectStoreOptions: ParsableArguments {
         let region = value(s3Region, "S3_REGION") ?? environment["AWS_REGION"] ?? environment["AWS_DEFAULT_REGION"] ?? "us-east-1"
         var addressing: ObjectStoreSettings.Addressing?
         if let text = value(s3Addressing, "S3_ADDRESSING") {
-            guard let parsed = ObjectStoreSettings.Addressing(rawValue: text) else { throw ValidationError(ObjectStoreSettingError.addressing(text).description) }
+            guard let parsed = ObjectStoreSettings.Addressing(rawValue: text) else {
+                throw ValidationError(ObjectStoreSettingError.addressing(text).description)
+            }
             addressing = parsed
         }
         do {

@@ -43,7 +43,8 @@ struct OperatorContext {
         }
         var logger = Logger(label: "stockroom.ledger")
         logger.logLevel = .critical
-        let database = PostgresPool(address: address, poolSize: configuration.databasePoolSize, checkoutTimeout: configuration.databaseTimeout, logger: logger)
+        let database = PostgresPool(
+            address: address, poolSize: configuration.databasePoolSize, checkoutTimeout: configuration.databaseTimeout, logger: logger)
         // The command's one background task: the pool, until the process exits.
         Task { try await database.run() }
         return PostgresLedger(database: database)
@@ -67,8 +68,11 @@ struct OperatorContext {
             : try DownloadTokenSigner.loadKey(configured: configuration.tokenSecret, file: configuration.tokenSecretPath)
         return Entitlements(
             ledger: ledger, receipts: AppStoreReceiptVerifier(client: client, bundleID: configuration.bundleID, cacheInterval: .zero),
-            signedTransactions: SignedTransactionVerifier(root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil),
+            signedTransactions: SignedTransactionVerifier(
+                root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil),
             serverAPI: trust.serverAPI, tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
-            policy: policy ?? EntitlementPolicy(reverifyAfter: configuration.reverifyInterval, pendingProofs: configuration.pendingProofBounds), logger: logger)
+            policy: policy
+                ?? EntitlementPolicy(reverifyAfter: configuration.reverifyInterval, pendingProofs: configuration.pendingProofBounds),
+            logger: logger)
     }
 }

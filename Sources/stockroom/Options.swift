@@ -20,7 +20,9 @@ struct ServerOptions: ParsableArguments {
     var catalog: String?
 
     @Option(
-        help: "Folder content files are served from, and confined to, or s3://BUCKET/PREFIX for content in a bucket (STOCKROOM_CONTENT; default content).")
+        help:
+            "Folder content files are served from, and confined to, or s3://BUCKET/PREFIX for content in a bucket (STOCKROOM_CONTENT; default content)."
+    )
     var content: String?
 
     @OptionGroup var objectStoreOptions: ObjectStoreOptions
@@ -83,7 +85,8 @@ struct ServerOptions: ParsableArguments {
         configuration.adminToken = try secret("STOCKROOM_ADMIN_TOKEN", in: environment)
         if let text = value(logLevel, "LOG_LEVEL") {
             guard let level = Logger.Level(rawValue: text) else {
-                throw ValidationError("log level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"")
+                throw ValidationError(
+                    "log level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"")
             }
             configuration.logLevel = level
         }
@@ -116,7 +119,10 @@ struct UpstreamOptions: ParsableArguments {
     @Option(help: "The app's App Store shared secret, for verifyReceipt's password (STOCKROOM_SHARED_SECRET).")
     var sharedSecret: String?
 
-    @Option(help: "App Store Server API key file (.p8) (STOCKROOM_APP_STORE_KEY); with its key and issuer IDs, signed transactions are confirmed with the API.")
+    @Option(
+        help:
+            "App Store Server API key file (.p8) (STOCKROOM_APP_STORE_KEY); with its key and issuer IDs, signed transactions are confirmed with the API."
+    )
     var appStoreKey: String?
 
     @Flag(
@@ -168,7 +174,9 @@ struct UpstreamOptions: ParsableArguments {
 extension UpstreamOptions {
     /// The certificate in `path`, PEM or DER (Xcode saves `.cer` files as DER); a usage error otherwise.
     static func certificate(_ path: String, flag: String) throws -> Certificate {
-        guard let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 else { throw ValidationError("\(flag) \(path) cannot be read") }
+        guard let data = FileManager.default.contents(atPath: path), data.count <= 1 << 20 else {
+            throw ValidationError("\(flag) \(path) cannot be read")
+        }
         if let pem = try? Certificate(pem: String(decoding: data, as: UTF8.self)) { return pem }
         do {
             return try Certificate(der: Array(data))

@@ -33,18 +33,28 @@ struct PendingProofOptions: ParsableArguments {
     var rejectedProofRetention: String?
 
     /// Sets the bounds given by flag or variable; a malformed one is a usage error naming the flag.
-    func apply(to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    func apply(
+        to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
         try Self.apply(
-            to: &configuration, flags: [maxPendingProofs.map(String.init), maxPendingProofsPerClient.map(String.init), maxPendingProofSize.map(String.init), rejectedProofRetention],
+            to: &configuration,
+            flags: [
+                maxPendingProofs.map(String.init), maxPendingProofsPerClient.map(String.init), maxPendingProofSize.map(String.init),
+                rejectedProofRetention,
+            ],
             environment: environment)
     }
 
     /// The variables alone, for operator commands.
-    static func applyEnvironment(to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    static func applyEnvironment(
+        to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
         try apply(to: &configuration, flags: [nil, nil, nil, nil], environment: environment)
     }
 
-    private static func apply(to configuration: inout StockroomServer.ServerConfiguration, flags: [String?], environment: [String: String]) throws {
+    private static func apply(to configuration: inout StockroomServer.ServerConfiguration, flags: [String?], environment: [String: String])
+        throws
+    {
         func value(_ index: Int, _ name: String) -> String? { flags[index] ?? environment["STOCKROOM_\(name)"] }
         func count(_ index: Int, _ name: String, _ option: String, _ range: ClosedRange<Int>) throws -> Int? {
             guard let text = value(index, name) else { return nil }
@@ -57,7 +67,9 @@ struct PendingProofOptions: ParsableArguments {
         if let share = try count(1, "MAX_PENDING_PROOFS_PER_CLIENT", "max-pending-proofs-per-client", 1...1_000_000) {
             configuration.maxPendingProofsPerClient = share
         }
-        if let size = try count(2, "MAX_PENDING_PROOF_SIZE", "max-pending-proof-size", 1024...(1 << 20)) { configuration.maxPendingProofSize = size }
+        if let size = try count(2, "MAX_PENDING_PROOF_SIZE", "max-pending-proof-size", 1024...(1 << 20)) {
+            configuration.maxPendingProofSize = size
+        }
         if let text = value(3, "REJECTED_PROOF_RETENTION") {
             do {
                 configuration.rejectedProofRetention = try DurationArgument.parse(text)

@@ -17,7 +17,9 @@ struct PressureOptions: ParsableArguments {
             valueName: "count"))
     var maxConnections: Int?
 
-    @Option(help: PressureOptions.duration("Close a connection whose request body is not complete this long after its head; 0s off", "BODY_TIMEOUT", defaults.bodyTimeout))
+    @Option(
+        help: PressureOptions.duration(
+            "Close a connection whose request body is not complete this long after its head; 0s off", "BODY_TIMEOUT", defaults.bodyTimeout))
     var bodyTimeout: String?
 
     @Option(
@@ -35,7 +37,10 @@ struct PressureOptions: ParsableArguments {
     @Option(help: PressureOptions.duration("The window --min-send-rate is measured over; 0s off", "SEND_TIMEOUT", defaults.sendTimeout))
     var sendTimeout: String?
 
-    @Option(help: PressureOptions.duration("On SIGTERM, how long requests in progress may go on before their connections are closed", "SHUTDOWN_GRACE", defaults.shutdownGrace))
+    @Option(
+        help: PressureOptions.duration(
+            "On SIGTERM, how long requests in progress may go on before their connections are closed", "SHUTDOWN_GRACE",
+            defaults.shutdownGrace))
     var shutdownGrace: String?
 
     @Option(
@@ -57,21 +62,30 @@ struct PressureOptions: ParsableArguments {
     var maxDownloadsPerClient: Int?
 
     /// Sets the limits given by flag or variable; a malformed one is a usage error naming the flag.
-    func apply(to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    func apply(
+        to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
         let flags = FlagValues(environment: environment)
         let counts = 1...100_000_000, rates = 0...100_000_000
         var limits = configuration.connectionLimits
-        if let count = try flags.number(maxConnections, "MAX_CONNECTIONS", option: "max-connections", in: counts) { limits.maxConnections = count }
+        if let count = try flags.number(maxConnections, "MAX_CONNECTIONS", option: "max-connections", in: counts) {
+            limits.maxConnections = count
+        }
         if let body = try flags.duration(bodyTimeout, "BODY_TIMEOUT", option: "body-timeout") { limits.bodyTimeout = body }
         if let rate = try flags.number(bodyMinRate, "BODY_MIN_RATE", option: "body-min-rate", in: rates) { limits.bodyMinimumRate = rate }
         if let rate = try flags.number(minSendRate, "MIN_SEND_RATE", option: "min-send-rate", in: rates) { limits.minimumSendRate = rate }
         if let window = try flags.duration(sendTimeout, "SEND_TIMEOUT", option: "send-timeout") { limits.sendTimeout = window }
         if let grace = try flags.duration(shutdownGrace, "SHUTDOWN_GRACE", option: "shutdown-grace") { limits.shutdownGrace = grace }
         configuration.connectionLimits = limits
-        let proxies = trustedProxy.isEmpty ? (environment["STOCKROOM_TRUSTED_PROXY"]?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? []) : trustedProxy
+        let proxies =
+            trustedProxy.isEmpty
+            ? (environment["STOCKROOM_TRUSTED_PROXY"]?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? [])
+            : trustedProxy
         do {
             configuration.trustedProxies = try TrustedProxies(parsing: proxies)
-            if let address = flags.text(metricsAddress, "METRICS_ADDRESS") { configuration.metricsAddress = try MetricsAddress(parsing: address) }
+            if let address = flags.text(metricsAddress, "METRICS_ADDRESS") {
+                configuration.metricsAddress = try MetricsAddress(parsing: address)
+            }
         } catch let error as TrustedProxyError {
             throw ValidationError(error.description)
         } catch let error as MetricsAddressError {

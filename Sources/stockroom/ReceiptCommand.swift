@@ -61,7 +61,8 @@ extension ReceiptCommand {
     /// `stockroom receipt inspect`: read a receipt locally, without asking Apple.
     struct Inspect: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Read a base64 receipt locally: an app receipt's bundle, creation date, purchases and signature chain, or an iOS 6 transaction receipt's fields.",
+            abstract:
+                "Read a base64 receipt locally: an app receipt's bundle, creation date, purchases and signature chain, or an iOS 6 transaction receipt's fields.",
             discussion: """
                 An app receipt's chain is checked against Apple Inc. Root Certificate unless --root names
                 another PEM (the simulator publishes its own at /sim/root.pem), at the receipt's creation
@@ -97,19 +98,24 @@ extension ReceiptCommand {
             let receipt = inspection.receipt
             let purchases = receipt.purchases.map { purchase in
                 InspectedReceipt.Purchase(
-                    transactionId: purchase.transactionID, originalTransactionId: purchase.originalTransactionID, productId: purchase.productID,
+                    transactionId: purchase.transactionID, originalTransactionId: purchase.originalTransactionID,
+                    productId: purchase.productID,
                     quantity: purchase.quantity, purchaseDate: OperatorJSON.date(purchase.purchaseDate),
-                    cancellationDate: purchase.cancellationDate.map(OperatorJSON.date), expiresDate: purchase.expiresDate.map(OperatorJSON.date))
+                    cancellationDate: purchase.cancellationDate.map(OperatorJSON.date),
+                    expiresDate: purchase.expiresDate.map(OperatorJSON.date))
             }
             if json {
-                print(OperatorJSON.string(InspectedReceipt(
-                    signatureVerified: inspection.isSignatureVerified, bundleId: receipt.bundleID, appVersion: receipt.appVersion,
-                    creationDate: OperatorJSON.date(receipt.creationDate), purchases: purchases, receiptType: receipt.receiptType,
-                    signatureProblem: inspection.signatureProblem)))
+                print(
+                    OperatorJSON.string(
+                        InspectedReceipt(
+                            signatureVerified: inspection.isSignatureVerified, bundleId: receipt.bundleID, appVersion: receipt.appVersion,
+                            creationDate: OperatorJSON.date(receipt.creationDate), purchases: purchases, receiptType: receipt.receiptType,
+                            signatureProblem: inspection.signatureProblem)))
             } else {
-                print(inspection.isSignatureVerified
-                    ? "signature: verified, chained to \(trusted.subject) at the creation date"
-                    : "signature: NOT verified against \(trusted.subject): \(inspection.signatureProblem ?? "")")
+                print(
+                    inspection.isSignatureVerified
+                        ? "signature: verified, chained to \(trusted.subject) at the creation date"
+                        : "signature: NOT verified against \(trusted.subject): \(inspection.signatureProblem ?? "")")
                 print("bundle: \(receipt.bundleID)  version: \(receipt.appVersion)  type: \(receipt.receiptType ?? "-")")
                 print("created: \(OperatorJSON.date(receipt.creationDate))")
                 print("in-app purchases (\(purchases.count)):")
@@ -161,7 +167,9 @@ enum VerdictReport {
             lines.append("transactions (\(receipt.transactions.count)):")
             for transaction in receipt.transactions {
                 var line = "  \(transaction.transactionID)  \(transaction.productID)  purchased \(date(transaction.purchaseDate))"
-                if transaction.originalTransactionID != transaction.transactionID { line += "  restores \(transaction.originalTransactionID)" }
+                if transaction.originalTransactionID != transaction.transactionID {
+                    line += "  restores \(transaction.originalTransactionID)"
+                }
                 if let cancelled = transaction.cancellationDate { line += "  REFUNDED \(date(cancelled))" }
                 if let expires = transaction.expiresDate { line += "  expires \(date(expires))" }
                 lines.append(line)
@@ -218,7 +226,8 @@ enum VerdictReport {
 
     private static func transaction(_ transaction: ReceiptTransaction) -> Transaction {
         Transaction(
-            transactionId: transaction.transactionID, originalTransactionId: transaction.originalTransactionID, productId: transaction.productID,
+            transactionId: transaction.transactionID, originalTransactionId: transaction.originalTransactionID,
+            productId: transaction.productID,
             purchaseDate: date(transaction.purchaseDate), cancellationDate: transaction.cancellationDate.map(date),
             expiresDate: transaction.expiresDate.map(date))
     }

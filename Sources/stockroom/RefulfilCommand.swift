@@ -87,7 +87,9 @@ struct RefulfilCommand: AsyncParsableCommand {
             }
             let counts = Dictionary(grouping: outcomes, by: \.kind).mapValues(\.count)
             let summary = Reverification.Kind.allCases.compactMap { kind in counts[kind].map { "\($0) \(kind.rawValue)" } }
-            print("\(dryRun ? "dry run: " : "")re-verified \(outcomes.count): \(summary.isEmpty ? "nothing to do" : summary.joined(separator: ", "))")
+            print(
+                "\(dryRun ? "dry run: " : "")re-verified \(outcomes.count): \(summary.isEmpty ? "nothing to do" : summary.joined(separator: ", "))"
+            )
         }
         if outcomes.contains(where: { $0.kind == .unavailable }) { throw ExitCode(1) }
     }
@@ -146,7 +148,10 @@ struct ReinstateCommand: AsyncParsableCommand {
         do {
             let lifted = try await context.entitlements().reinstate(transactionId, reason: reason)
             let state = try await context.ledger.fulfilment(transactionId)?.state.rawValue ?? "unknown"
-            print(lifted.isEmpty ? "nothing reinstated: \(transactionId) is \(state)" : "reinstated \(lifted.map(\.transactionID).joined(separator: ", "))")
+            print(
+                lifted.isEmpty
+                    ? "nothing reinstated: \(transactionId) is \(state)"
+                    : "reinstated \(lifted.map(\.transactionID).joined(separator: ", "))")
         } catch LedgerError.unknownTransaction {
             fail("no transaction \(transactionId) in the ledger")
         }

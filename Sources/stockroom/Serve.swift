@@ -64,7 +64,8 @@ struct Serve: AsyncParsableCommand {
         do {
             // Each connection is closed once --shutdown-grace has passed; should anything still
             // hold on a little after that, the group cancels it.
-            var group = ServiceGroupConfiguration(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: application.logger)
+            var group = ServiceGroupConfiguration(
+                services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: application.logger)
             group.maximumGracefulShutdownDuration = configuration.connectionLimits.shutdownGrace + .seconds(5)
             try await ServiceGroup(configuration: group).run()
         } catch {
@@ -81,13 +82,21 @@ struct LimitOptions: ParsableArguments {
         ArgumentHelp("\(what) (STOCKROOM_\(variable); default \(DurationArgument.format(value))).", valueName: "duration")
     }
 
-    @Option(help: LimitOptions.duration("Close a connection with no request in progress after this; 0s never", "IDLE_TIMEOUT", LimitOptions.defaults.idleTimeout))
+    @Option(
+        help: LimitOptions.duration(
+            "Close a connection with no request in progress after this; 0s never", "IDLE_TIMEOUT", LimitOptions.defaults.idleTimeout))
     var idleTimeout: String?
 
-    @Option(help: LimitOptions.duration("Close a connection whose request head is not complete this long after it opens or the request starts; 0s off", "HEADER_TIMEOUT", LimitOptions.defaults.headerTimeout))
+    @Option(
+        help: LimitOptions.duration(
+            "Close a connection whose request head is not complete this long after it opens or the request starts; 0s off",
+            "HEADER_TIMEOUT", LimitOptions.defaults.headerTimeout))
     var headerTimeout: String?
 
-    @Option(help: ArgumentHelp("Concurrent content streams in total; past it, 429 with Retry-After (STOCKROOM_MAX_DOWNLOADS; default \(LimitOptions.defaults.maxDownloads)).", valueName: "count"))
+    @Option(
+        help: ArgumentHelp(
+            "Concurrent content streams in total; past it, 429 with Retry-After (STOCKROOM_MAX_DOWNLOADS; default \(LimitOptions.defaults.maxDownloads)).",
+            valueName: "count"))
     var maxDownloads: Int?
 
     @Option(
@@ -106,20 +115,30 @@ struct LimitOptions: ParsableArguments {
             valueName: "rate"))
     var upstreamRate: String?
 
-    @Option(help: LimitOptions.duration("Serve a transaction verified this recently without asking Apple again", "REVERIFY_AFTER", LimitOptions.defaults.reverifyInterval))
+    @Option(
+        help: LimitOptions.duration(
+            "Serve a transaction verified this recently without asking Apple again", "REVERIFY_AFTER",
+            LimitOptions.defaults.reverifyInterval))
     var reverifyAfter: String?
 
-    @Option(help: LimitOptions.duration("Reuse a valid App Store answer for this long; 0s never", "VERDICT_CACHE", LimitOptions.defaults.verificationCacheInterval))
+    @Option(
+        help: LimitOptions.duration(
+            "Reuse a valid App Store answer for this long; 0s never", "VERDICT_CACHE", LimitOptions.defaults.verificationCacheInterval))
     var verdictCache: String?
 
-    @Option(help: LimitOptions.duration("How long a download token authorises content", "TOKEN_LIFETIME", LimitOptions.defaults.tokenLifetime))
+    @Option(
+        help: LimitOptions.duration("How long a download token authorises content", "TOKEN_LIFETIME", LimitOptions.defaults.tokenLifetime))
     var tokenLifetime: String?
 
-    @Option(help: ArgumentHelp("Serve sandbox purchases (App Review buys there): allow or deny (STOCKROOM_SANDBOX; default allow).", valueName: "allow|deny"))
+    @Option(
+        help: ArgumentHelp(
+            "Serve sandbox purchases (App Review buys there): allow or deny (STOCKROOM_SANDBOX; default allow).", valueName: "allow|deny"))
     var sandbox: String?
 
     /// Sets the limits given by flag or variable; a malformed one is a usage error naming the flag.
-    func apply(to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    func apply(
+        to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
         func value(_ flag: String?, _ name: String) -> String? { flag ?? environment["STOCKROOM_\(name)"] }
         func duration(_ flag: String?, _ name: String, _ option: String) throws -> Duration? {
             guard let text = value(flag, name) else { return nil }
@@ -131,7 +150,9 @@ struct LimitOptions: ParsableArguments {
         }
         func count(_ flag: Int?, _ name: String, _ option: String) throws -> Int? {
             guard let text = value(flag.map(String.init), name) else { return nil }
-            guard let count = Int(text), (1...1_000_000).contains(count) else { throw ValidationError("--\(option) must be a number from 1 to 1000000, not \"\(text)\"") }
+            guard let count = Int(text), (1...1_000_000).contains(count) else {
+                throw ValidationError("--\(option) must be a number from 1 to 1000000, not \"\(text)\"")
+            }
             return count
         }
         if let idle = try duration(idleTimeout, "IDLE_TIMEOUT", "idle-timeout") { configuration.idleTimeout = idle }
@@ -157,7 +178,9 @@ struct LimitOptions: ParsableArguments {
             configuration.tokenLifetime = lifetime
         }
         if let text = value(sandbox, "SANDBOX") {
-            guard let policy = SandboxPolicy(rawValue: text) else { throw ValidationError("--sandbox must be allow or deny, not \"\(text)\"") }
+            guard let policy = SandboxPolicy(rawValue: text) else {
+                throw ValidationError("--sandbox must be allow or deny, not \"\(text)\"")
+            }
             configuration.sandbox = policy
         }
     }
@@ -171,7 +194,9 @@ struct OffloadOptions: ParsableArguments {
             valueName: "mode"))
     var offload: String?
 
-    @Option(help: ArgumentHelp("The URI prefix of nginx's internal content location (STOCKROOM_OFFLOAD_PREFIX; default /_protected/).", valueName: "prefix"))
+    @Option(
+        help: ArgumentHelp(
+            "The URI prefix of nginx's internal content location (STOCKROOM_OFFLOAD_PREFIX; default /_protected/).", valueName: "prefix"))
     var offloadPrefix: String?
 
     @Option(
@@ -181,7 +206,9 @@ struct OffloadOptions: ParsableArguments {
     var offloadReport: String?
 
     /// Sets the offload given by flag or variable; a malformed one is a usage error naming the flag.
-    func apply(to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    func apply(
+        to configuration: inout StockroomServer.ServerConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
         let mode = offload ?? environment["STOCKROOM_OFFLOAD"] ?? "off"
         do {
             configuration.offload = try ContentOffload.parse(

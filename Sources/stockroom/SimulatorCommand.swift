@@ -45,7 +45,9 @@ struct SimulatorCommand: AsyncParsableCommand {
         configuration.sharedSecret = value(sharedSecret, "SHARED_SECRET")
         configuration.notificationURL = value(notificationUrl, "NOTIFICATION_URL")
         if let text = value(latencyMs.map(String.init), "LATENCY_MS") {
-            guard let latency = Int(text), latency >= 0 else { throw ValidationError("latency must be a number of milliseconds, not \"\(text)\"") }
+            guard let latency = Int(text), latency >= 0 else {
+                throw ValidationError("latency must be a number of milliseconds, not \"\(text)\"")
+            }
             configuration.latency = .milliseconds(latency)
         }
         LoggingSystem.bootstrap(StreamLogHandler.standardError)

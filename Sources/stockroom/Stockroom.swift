@@ -18,7 +18,8 @@ struct Stockroom: AsyncParsableCommand {
             """,
         subcommands: [
             Serve.self, SimulatorCommand.self, FulfilmentsCommand.self, RefulfilCommand.self, RevokeCommand.self, ReinstateCommand.self,
-            CatalogCommand.self, ContentCommand.self, ReceiptCommand.self, TransactionCommand.self, DoctorCommand.self, DeployCommand.self, LedgerCommand.self,
+            CatalogCommand.self, ContentCommand.self, ReceiptCommand.self, TransactionCommand.self, DoctorCommand.self, DeployCommand.self,
+            LedgerCommand.self,
             NotificationsCommand.self, ClientCommand.self,
         ]
     )

@@ -38,7 +38,9 @@ struct TransactionCommand: AsyncParsableCommand {
             let trusted = loadRootCertificate(root, fallback: AppleRootCertificates.rootCAG3)
             var expected: StoreEnvironment?
             if let environment {
-                guard let parsed = StoreEnvironment(rawValue: environment) else { throw ValidationError("environment must be Production or Sandbox") }
+                guard let parsed = StoreEnvironment(rawValue: environment) else {
+                    throw ValidationError("environment must be Production or Sandbox")
+                }
                 expected = parsed
             }
             let bundle = bundleId ?? ProcessInfo.processInfo.environment["STOCKROOM_BUNDLE_ID"] ?? "com.example.stockroom.demo"
@@ -48,7 +50,8 @@ struct TransactionCommand: AsyncParsableCommand {
                 let date = { (milliseconds: Int64) in OperatorJSON.date(Milliseconds.date(milliseconds)) }
                 let report = VerifiedTransactionReport(
                     transactionId: transaction.transactionId, originalTransactionId: transaction.originalTransactionId,
-                    productId: transaction.productId, bundleId: transaction.bundleId, environment: transaction.environment.rawValue, type: transaction.type,
+                    productId: transaction.productId, bundleId: transaction.bundleId, environment: transaction.environment.rawValue,
+                    type: transaction.type,
                     purchaseDate: date(transaction.purchaseDate), signedDate: date(transaction.signedDate),
                     revocationDate: transaction.revocationDate.map(date), appAccountToken: transaction.appAccountToken,
                     revocationReason: transaction.revocationReason, expiresDate: transaction.expiresDate.map(date))
@@ -61,7 +64,10 @@ struct TransactionCommand: AsyncParsableCommand {
                     if transaction.isExpired(at: Date()) { print("EXPIRED: this subscription has ended") }
                 }
             case .failure(let failure):
-                print(json ? OperatorJSON.string(["verdict": "invalid", "code": failure.code, "reason": failure.description]) : "invalid (\(failure.code)): \(failure)")
+                print(
+                    json
+                        ? OperatorJSON.string(["verdict": "invalid", "code": failure.code, "reason": failure.description])
+                        : "invalid (\(failure.code)): \(failure)")
                 throw ExitCode(1)
             }
         }

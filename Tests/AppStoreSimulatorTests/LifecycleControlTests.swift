@@ -15,9 +15,16 @@ import Testing
 
     @Test func aFaultIsAimedOnlyAtAKnownEndpointAndAnHonestRetryAfter() async throws {
         try await VerifyReceiptWireTests.live { control in
-            #expect(try await Self.post(control, "/sim/faults", #"{"kind":"http-status","status":429,"endpoint":"finish","retryAfterSeconds":2}"#).status == .created)
-            #expect(try await Self.post(control, "/sim/faults", #"{"kind":"http-status","status":429,"endpoint":"refunds"}"#).status == .badRequest)
-            #expect(try await Self.post(control, "/sim/faults", #"{"kind":"http-status","status":429,"retryAfterSeconds":-1}"#).status == .badRequest)
+            #expect(
+                try await Self.post(
+                    control, "/sim/faults", #"{"kind":"http-status","status":429,"endpoint":"finish","retryAfterSeconds":2}"#
+                ).status == .created)
+            #expect(
+                try await Self.post(control, "/sim/faults", #"{"kind":"http-status","status":429,"endpoint":"refunds"}"#).status
+                    == .badRequest)
+            #expect(
+                try await Self.post(control, "/sim/faults", #"{"kind":"http-status","status":429,"retryAfterSeconds":-1}"#).status
+                    == .badRequest)
             // The aimed fault waits for a finish call: verifyReceipt passes untouched.
             let purchase = try await control.purchase()
             let (status, body) = try await VerifyReceiptWireTests.verify(control, ["receipt-data": purchase.receiptData])
@@ -43,8 +50,11 @@ import Testing
             #expect(view["revoked"] as? Bool == false)
             #expect(view["consumption"] == nil && view["finishedDate"] == nil)
             _ = try await control.refund(purchase.transactionId)
-            let refunded = try JSONSerialization.jsonObject(
-                with: Data(buffer: try await control.client.execute(uri: "/sim/transactions/\(purchase.transactionId)", method: .get).body)) as? [String: Any]
+            let refunded =
+                try JSONSerialization.jsonObject(
+                    with: Data(
+                        buffer: try await control.client.execute(uri: "/sim/transactions/\(purchase.transactionId)", method: .get).body))
+                as? [String: Any]
             #expect(refunded?["revocationType"] as? String == "REFUND_FULL")
             #expect(refunded?["revocationDate"] is Int64)
             #expect(try await control.client.execute(uri: "/sim/transactions/2999999999999999", method: .get).status == .notFound)
@@ -53,12 +63,15 @@ import Testing
 
     @Test func aOneTimeChargeToADeadURLIsReportedFailedAndNoURLPostsNothing() async throws {
         try await VerifyReceiptWireTests.live({ $0.notificationURL = "http://127.0.0.1:1/dead" }) { control in
-            let consumable = try await Self.post(control, "/sim/purchases", #"{"productId":"com.example.stockroom.demo.coins","type":"Consumable"}"#)
+            let consumable = try await Self.post(
+                control, "/sim/purchases", #"{"productId":"com.example.stockroom.demo.coins","type":"Consumable"}"#)
             #expect(consumable.status == .created)
             #expect(consumable.headers[.init("X-Notification-Status")!] == "failed")
-            let subscription = try await Self.post(control, "/sim/purchases", #"{"productId":"com.example.stockroom.demo.monthly","expiresInSeconds":60}"#)
+            let subscription = try await Self.post(
+                control, "/sim/purchases", #"{"productId":"com.example.stockroom.demo.monthly","expiresInSeconds":60}"#)
             #expect(subscription.headers[.init("X-Notification-Status")!] == nil, "no ONE_TIME_CHARGE for an auto-renewable subscription")
-            let cleared = try await control.client.execute(uri: "/sim/notification-url", method: .put, body: ByteBuffer(string: #"{"url":null}"#))
+            let cleared = try await control.client.execute(
+                uri: "/sim/notification-url", method: .put, body: ByteBuffer(string: #"{"url":null}"#))
             #expect(cleared.status == .noContent)
             let unsent = try await Self.post(control, "/sim/purchases", #"{"productId":"com.example.stockroom.demo.book1"}"#)
             #expect(unsent.status == .created)
@@ -72,15 +85,18 @@ import Testing
     @Test func aRevokeMintedThroughTheSimulatorShowsAsACancellationInVerifyReceipt() async throws {
         try await VerifyReceiptWireTests.live { control in
             let purchase = try await control.purchase()
-            let minted = try await LifecycleControlTests.post(control, "/sim/notifications", #"{"type":"REVOKE","transactionId":"\#(purchase.transactionId)"}"#)
+            let minted = try await LifecycleControlTests.post(
+                control, "/sim/notifications", #"{"type":"REVOKE","transactionId":"\#(purchase.transactionId)"}"#)
             #expect(minted.status == .created)
             let (_, body) = try await VerifyReceiptWireTests.verify(control, ["receipt-data": purchase.receiptData])
             let inApp = try #require(((body["receipt"] as? [String: Any])?["in_app"] as? [[String: Any]])?.first)
             #expect(inApp["cancellation_date_ms"] as? String != nil)
             #expect(inApp["cancellation_reason"] as? String == "0")
-            let declined = try await LifecycleControlTests.post(control, "/sim/notifications", #"{"type":"REFUND_DECLINED","transactionId":"\#(purchase.transactionId)"}"#)
+            let declined = try await LifecycleControlTests.post(
+                control, "/sim/notifications", #"{"type":"REFUND_DECLINED","transactionId":"\#(purchase.transactionId)"}"#)
             #expect(declined.status == .created)
-            let unknown = try await LifecycleControlTests.post(control, "/sim/notifications", #"{"type":"REFUND","transactionId":"2999999999999999"}"#)
+            let unknown = try await LifecycleControlTests.post(
+                control, "/sim/notifications", #"{"type":"REFUND","transactionId":"2999999999999999"}"#)
             #expect(unknown.status == .notFound)
         }
     }

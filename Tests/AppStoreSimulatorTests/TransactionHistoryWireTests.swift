@@ -12,19 +12,24 @@ import Testing
 
     /// A live simulator and a client holding its published key; its 60 s budget is a ceiling for a
     /// loaded machine (a sandbox lookup follows production's 4040010 within the same budget).
-    static func withAPI<Value: Sendable>(_ body: @Sendable @escaping (SimulatorControl, AppStoreServerAPIClient) async throws -> Value) async throws -> Value {
+    static func withAPI<Value: Sendable>(_ body: @Sendable @escaping (SimulatorControl, AppStoreServerAPIClient) async throws -> Value)
+        async throws -> Value
+    {
         var configuration = SimulatorConfiguration()
         configuration.port = 0
         configuration.bundleID = bundle
         return try await buildSimulatorApplication(configuration: configuration).test(.live) { client in
             let control = SimulatorControl(client)
-            let published = try JSONSerialization.jsonObject(with: Data(buffer: try await client.execute(uri: "/sim/api-key", method: .get).body)) as? [String: String] ?? [:]
+            let published =
+                try JSONSerialization.jsonObject(with: Data(buffer: try await client.execute(uri: "/sim/api-key", method: .get).body))
+                as? [String: String] ?? [:]
             let credentials = AppStoreServerAPIClient.Credentials(
                 issuerID: published["issuerId"] ?? "", keyID: published["keyId"] ?? "", bundleID: bundle,
                 privateKey: try ECPrivateKey(pem: published["privateKey"] ?? ""))
             let api = AppStoreServerAPIClient(
                 credentials: credentials, endpoints: .base(control.baseURL), transport: CurlHTTPClient(),
-                policy: RetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(60)))
+                policy: RetryPolicy(
+                    maximumAttempts: 3, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(60)))
             return try await body(control, api)
         }
     }
@@ -82,7 +87,8 @@ import Testing
             let purchase = try await control.purchase()
             let token = try api.bearerToken()
             let forged = try await control.client.execute(
-                uri: "/inApps/v2/history/\(purchase.transactionId)?revision=bm90LW91cnM", method: .get, headers: [.authorization: "Bearer \(token)"])
+                uri: "/inApps/v2/history/\(purchase.transactionId)?revision=bm90LW91cnM", method: .get,
+                headers: [.authorization: "Bearer \(token)"])
             #expect(forged.status == .badRequest)
             let json = try JSONSerialization.jsonObject(with: Data(buffer: forged.body)) as? [String: Any]
             #expect(json?["errorCode"] as? Int == 4000005)
@@ -141,7 +147,8 @@ private struct EndlessHistory: UpstreamTransport {
 
     func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {
         let page = await Self.calls.increment()
-        let body = #"{"signedTransactions":[],"hasMore":true,"revision":"r\#(page)","bundleId":"com.example.stockroom.demo","environment":"Production"}"#
+        let body =
+            #"{"signedTransactions":[],"hasMore":true,"revision":"r\#(page)","bundleId":"com.example.stockroom.demo","environment":"Production"}"#
         return UpstreamResponse(status: 200, body: Array(body.utf8))
     }
 

@@ -30,7 +30,8 @@ import Testing
     @Test func itIsAnsweredInTheLegacyShape() async throws {
         try await VerifyReceiptWireTests.live { control in
             let purchase = try await control.transactionPurchase()
-            let (status, body) = try await VerifyReceiptWireTests.verify(control, ["receipt-data": try #require(purchase.transactionReceipt)])
+            let (status, body) = try await VerifyReceiptWireTests.verify(
+                control, ["receipt-data": try #require(purchase.transactionReceipt)])
             #expect(status == .ok)
             #expect(body["status"] as? Int == 0)
             let receipt = try #require(body["receipt"] as? [String: Any])
@@ -53,7 +54,9 @@ import Testing
             let purchase = try await control.transactionPurchase(environment: "Sandbox")
             let data = try #require(purchase.transactionReceipt)
             #expect(try await VerifyReceiptWireTests.verify(control, ["receipt-data": data]).1["status"] as? Int == 21007)
-            #expect(try await VerifyReceiptWireTests.verify(control, path: "/sandbox/verifyReceipt", ["receipt-data": data]).1["status"] as? Int == 0)
+            #expect(
+                try await VerifyReceiptWireTests.verify(control, path: "/sandbox/verifyReceipt", ["receipt-data": data]).1["status"] as? Int
+                    == 0)
         }
     }
 
@@ -66,7 +69,8 @@ import Testing
             #expect(altered != text)
             let (_, forged) = try await VerifyReceiptWireTests.verify(control, ["receipt-data": ByteEncoding.base64(Array(altered.utf8))])
             #expect(forged["status"] as? Int == 21003)
-            let (_, garbage) = try await VerifyReceiptWireTests.verify(control, ["receipt-data": ByteEncoding.base64(Array("{ \"purchase-info\" = \"x\"; }".utf8))])
+            let (_, garbage) = try await VerifyReceiptWireTests.verify(
+                control, ["receipt-data": ByteEncoding.base64(Array("{ \"purchase-info\" = \"x\"; }".utf8))])
             #expect(garbage["status"] as? Int == 21002)
         }
     }

@@ -18,8 +18,11 @@ import Testing
         return try await buildSimulatorApplication(configuration: configuration).test(.live) { try await body(SimulatorControl($0)) }
     }
 
-    static func verify(_ control: SimulatorControl, path: String = "/verifyReceipt", _ fields: [String: String]) async throws -> (HTTPResponse.Status, [String: Any]) {
-        let response = try await control.client.execute(uri: path, method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fields)))
+    static func verify(_ control: SimulatorControl, path: String = "/verifyReceipt", _ fields: [String: String]) async throws -> (
+        HTTPResponse.Status, [String: Any]
+    ) {
+        let response = try await control.client.execute(
+            uri: path, method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fields)))
         let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any] ?? [:]
         return (response.status, object)
     }
@@ -63,7 +66,9 @@ import Testing
             let sandbox = try await control.purchase(environment: "Sandbox")
             let production = try await control.purchase()
             #expect(try await Self.verify(control, ["receipt-data": sandbox.receiptData]).1["status"] as? Int == 21007)
-            #expect(try await Self.verify(control, path: "/sandbox/verifyReceipt", ["receipt-data": production.receiptData]).1["status"] as? Int == 21008)
+            #expect(
+                try await Self.verify(control, path: "/sandbox/verifyReceipt", ["receipt-data": production.receiptData]).1["status"] as? Int
+                    == 21008)
             let (_, body) = try await Self.verify(control, path: "/sandbox/verifyReceipt", ["receipt-data": sandbox.receiptData])
             #expect(body["status"] as? Int == 0)
             #expect((body["receipt"] as? [String: Any])?["receipt_type"] as? String == "ProductionSandbox")
@@ -90,7 +95,8 @@ import Testing
         try await Self.live({ $0.sharedSecret = "s3cret" }) { control in
             let purchase = try await control.purchase()
             #expect(try await Self.verify(control, ["receipt-data": purchase.receiptData]).1["status"] as? Int == 21004)
-            #expect(try await Self.verify(control, ["receipt-data": purchase.receiptData, "password": "nope"]).1["status"] as? Int == 21004)
+            #expect(
+                try await Self.verify(control, ["receipt-data": purchase.receiptData, "password": "nope"]).1["status"] as? Int == 21004)
             #expect(try await Self.verify(control, ["receipt-data": purchase.receiptData, "password": "s3cret"]).1["status"] as? Int == 0)
         }
     }
@@ -136,7 +142,8 @@ import Testing
 
     @Test func purchasesValidateTheirInput() async throws {
         try await Self.live { control in
-            let badProduct = try await control.client.execute(uri: "/sim/purchases", method: .post, body: ByteBuffer(string: #"{"productId": "no spaces"}"#))
+            let badProduct = try await control.client.execute(
+                uri: "/sim/purchases", method: .post, body: ByteBuffer(string: #"{"productId": "no spaces"}"#))
             #expect(badProduct.status == .badRequest)
             let unknownOriginal = try await control.client.execute(
                 uri: "/sim/purchases", method: .post, body: ByteBuffer(string: #"{"productId": "a.b", "originalTransactionId": "42"}"#))

@@ -19,14 +19,16 @@ import Testing
         configuration.port = 0
         return try await buildSimulatorApplication(configuration: configuration).test(.live) { client in
             let control = SimulatorControl(client)
-            let published = try JSONSerialization.jsonObject(
-                with: Data(buffer: try await client.execute(uri: "/sim/api-key", method: .get).body)) as! [String: String]
+            let published =
+                try JSONSerialization.jsonObject(
+                    with: Data(buffer: try await client.execute(uri: "/sim/api-key", method: .get).body)) as! [String: String]
             let credentials = AppStoreServerAPIClient.Credentials(
                 issuerID: published["issuerId"]!, keyID: published["keyId"]!, bundleID: bundle,
                 privateKey: try key ?? ECPrivateKey(pem: published["privateKey"]!))
             let api = AppStoreServerAPIClient(
                 credentials: credentials, endpoints: .base(control.baseURL), transport: CurlHTTPClient(),
-                policy: RetryPolicy(maximumAttempts: 4, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(20)),
+                policy: RetryPolicy(
+                    maximumAttempts: 4, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(20)),
                 cacheInterval: cacheInterval)
             return try await body(control, api)
         }
@@ -45,7 +47,9 @@ import Testing
     @Test func aProductionTransactionIsFoundWithOneCall() async throws {
         try await Self.withAPI { control, api in
             let purchase = try await control.purchase()
-            guard case .found(let info, let environment) = await api.transaction(purchase.transactionId) else { Issue.record("not found"); return }
+            guard case .found(let info, let environment) = await api.transaction(purchase.transactionId) else {
+                Issue.record("not found"); return
+            }
             #expect(environment == .production)
             #expect(try await Self.verifier(control).verify(info).get().transactionId == purchase.transactionId)
             let calls = try await control.calls()
@@ -99,7 +103,9 @@ import Testing
     @Test func aSecondLookupWithinTheCacheIntervalMakesNoUpstreamCall() async throws {
         try await Self.withAPI(cacheInterval: .seconds(60)) { control, api in
             let purchase = try await control.purchase()
-            guard case .found(let first, _) = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("not found"); return }
+            guard case .found(let first, _) = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else {
+                Issue.record("not found"); return
+            }
             // The default is the download path's: a cached answer will do.
             guard case .found(let second, _) = await api.transaction(purchase.transactionId) else { Issue.record("not found"); return }
             #expect(first == second)
@@ -107,7 +113,9 @@ import Testing
             #expect(lookups == 1)
             // A refund check that must be current asks Apple again, and sees the refund.
             try await control.refund(purchase.transactionId)
-            guard case .found(let fresh, _) = await api.transaction(purchase.transactionId, freshness: .upstreamOnly) else { Issue.record("not found"); return }
+            guard case .found(let fresh, _) = await api.transaction(purchase.transactionId, freshness: .upstreamOnly) else {
+                Issue.record("not found"); return
+            }
             #expect(try await Self.verifier(control).verify(fresh).get().isRevoked)
             let lookupsAfterRefund = try await control.serverAPICalls()
             #expect(lookupsAfterRefund == 2)
@@ -118,11 +126,17 @@ import Testing
         try await Self.withAPI(cacheInterval: .seconds(60)) { control, api in
             let purchase = try await control.purchase()
             try await control.fault(["kind": "http-status", "status": 503, "count": 4])
-            guard case .unavailable = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("expected unavailable"); return }
-            guard case .found = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else { Issue.record("the outage was cached"); return }
+            guard case .unavailable = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else {
+                Issue.record("expected unavailable"); return
+            }
+            guard case .found = await api.transaction(purchase.transactionId, freshness: .cachedAllowed) else {
+                Issue.record("the outage was cached"); return
+            }
             #expect(await api.transaction("2999999999999999", freshness: .cachedAllowed) == .notFound)
             #expect(await api.transaction("2999999999999999", freshness: .cachedAllowed) == .notFound)
-            #expect(await api.transaction("../../sim/api-key", freshness: .cachedAllowed) == .notFound, "no path is built from what is no transaction ID")
+            #expect(
+                await api.transaction("../../sim/api-key", freshness: .cachedAllowed) == .notFound,
+                "no path is built from what is no transaction ID")
             let lookups = try await control.serverAPICalls()
             #expect(lookups == 4 + 1 + 4)
         }
@@ -141,7 +155,9 @@ import Testing
             #expect(claims["bid"] as? String == Self.bundle)
             let lifetime = (claims["exp"] as! Int) - (claims["iat"] as! Int)
             #expect(lifetime > 0 && lifetime <= 3600)
-            #expect(api.credentials.privateKey.publicKey.isValidSignature(ByteEncoding.decodeBase64(parts[2])!, for: Array("\(parts[0]).\(parts[1])".utf8)))
+            #expect(
+                api.credentials.privateKey.publicKey.isValidSignature(
+                    ByteEncoding.decodeBase64(parts[2])!, for: Array("\(parts[0]).\(parts[1])".utf8)))
             #expect(try api.bearerToken() == token, "reused until it nears expiry")
         }
     }

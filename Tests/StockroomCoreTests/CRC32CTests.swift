@@ -22,7 +22,9 @@ import Testing
         try #require(CRC32C.hardware, "this machine has no crc32 instruction; the table alone runs")
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<(7 * CRC32C.block + 100)).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        let lengths = [0, 1, 7, 8, 9, 63, 3 * CRC32C.block - 1, 3 * CRC32C.block, 3 * CRC32C.block + 1, 6 * CRC32C.block + 13, 7 * CRC32C.block]
+        let lengths = [
+            0, 1, 7, 8, 9, 63, 3 * CRC32C.block - 1, 3 * CRC32C.block, 3 * CRC32C.block + 1, 6 * CRC32C.block + 13, 7 * CRC32C.block,
+        ]
         bytes.withUnsafeBytes { all in
             for start in 0..<9 {
                 for length in lengths where start + length <= all.count {

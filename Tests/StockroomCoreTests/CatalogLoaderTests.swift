@@ -70,7 +70,10 @@ import Testing
     @Test func unknownTypesAreRefusedWithTheAllowedOnes() throws {
         let fixture = try Fixture()
         try fixture.write(#"{"products": [\#(Self.entry(type: "subscription"))]}"#)
-        #expect(fixture.problems() == [#"product 1 (com.example.book): type "subscription" must be one of non-consumable, consumable, auto-renewable, non-renewing"#])
+        #expect(
+            fixture.problems() == [
+                #"product 1 (com.example.book): type "subscription" must be one of non-consumable, consumable, auto-renewable, non-renewing"#
+            ])
     }
 
     @Test(arguments: ["com example", "com..example", ".com.example", "com/example", "", String(repeating: "a", count: 256), "café.book"])
@@ -102,7 +105,8 @@ import Testing
     @Test func filesOutsideTheContentFolderAreRefused() throws {
         let fixture = try Fixture()
         try fixture.root.write("secret.txt", "outside")
-        try FileManager.default.createSymbolicLink(atPath: fixture.root.path + "/content/link.txt", withDestinationPath: fixture.root.path + "/secret.txt")
+        try FileManager.default.createSymbolicLink(
+            atPath: fixture.root.path + "/content/link.txt", withDestinationPath: fixture.root.path + "/secret.txt")
         try fixture.write(
             #"{"products": [\#(Self.entry("a.b", file: "../secret.txt")), \#(Self.entry("a.c", file: fixture.root.path + "/secret.txt")), \#(Self.entry("a.d", file: "link.txt")), \#(Self.entry("a.e", file: "x/../../secret.txt"))]}"#
         )
@@ -140,7 +144,9 @@ import Testing
         let written = try FileManager.default.attributesOfItem(atPath: cacheFile)[.modificationDate] as? Date
         try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1)], ofItemAtPath: cacheFile)
         _ = try fixture.loader.load()
-        #expect(try FileManager.default.attributesOfItem(atPath: cacheFile)[.modificationDate] as? Date == Date(timeIntervalSince1970: 1), "an unchanged cache is not rewritten")
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: cacheFile)[.modificationDate] as? Date == Date(timeIntervalSince1970: 1),
+            "an unchanged cache is not rewritten")
         #expect(written != nil)
         let handle = try #require(FileHandle(forUpdatingAtPath: file))
         try handle.write(contentsOf: Data(sampleBytes(count: 5_000, seed: 9)))
@@ -148,7 +154,9 @@ import Testing
         try FileManager.default.setAttributes([.modificationDate: before], ofItemAtPath: file)
 
         // A restart: a new cache instance reads the file written by the first.
-        let restarted = CatalogLoader(catalogFolder: fixture.loader.catalogFolder, jail: fixture.loader.jail, digests: DigestCache(file: fixture.root.path + "/digests.json"))
+        let restarted = CatalogLoader(
+            catalogFolder: fixture.loader.catalogFolder, jail: fixture.loader.jail,
+            digests: DigestCache(file: fixture.root.path + "/digests.json"))
         #expect(try restarted.load().products[0].sha256 == original)
 
         try FileManager.default.setAttributes([.modificationDate: before.addingTimeInterval(5)], ofItemAtPath: file)

@@ -49,9 +49,15 @@ import Testing
         #expect(SignedData.claimedContent(of: [0x30, 0x0B, 0x06, 0x09] + oid) == nil)
         let bare = DERWriter.sequence([
             DERWriter.element(0x06, oid),
-            DERWriter.element(0xA0, DERWriter.sequence([DERWriter.integer(1), DERWriter.set([]),
-                DERWriter.sequence([DERWriter.element(0x06, [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x01]),
-                    DERWriter.element(0xA0, DERWriter.octets([1, 2, 3]))])])),
+            DERWriter.element(
+                0xA0,
+                DERWriter.sequence([
+                    DERWriter.integer(1), DERWriter.set([]),
+                    DERWriter.sequence([
+                        DERWriter.element(0x06, [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x01]),
+                        DERWriter.element(0xA0, DERWriter.octets([1, 2, 3])),
+                    ]),
+                ])),
         ])
         #expect(SignedData.claimedContent(of: bare) == nil)
         #expect(SignedData.claimedContent(of: bare + [0x31, 0x00]) == nil)  // outside the SignedData: still missing
@@ -62,7 +68,9 @@ import Testing
         let depth = 100_000
         let bytes = Array(repeating: [UInt8]([0x30, 0x80]), count: depth).flatMap { $0 } + [UInt8](repeating: 0, count: depth * 2)
         #expect(SignedData.claimedContent(of: bytes) == nil)
-        let octets = [0x30, 0x80] + Array(repeating: [UInt8]([0x24, 0x80]), count: depth).flatMap { $0 } + [UInt8](repeating: 0, count: depth * 2 + 2)
+        let octets =
+            [0x30, 0x80] + Array(repeating: [UInt8]([0x24, 0x80]), count: depth).flatMap { $0 }
+            + [UInt8](repeating: 0, count: depth * 2 + 2)
         #expect(SignedData.claimedContent(of: octets) == nil)
     }
 

@@ -28,7 +28,9 @@ import Testing
         func representation(_ path: String) throws -> ContentRepresentation {
             let absolute = try jail.resolve(path)
             let stamp = try #require(FileStamp.of(path: absolute))
-            return ContentRepresentation(path: path, size: stamp.size, sha256: try DigestCache.hashFile(at: absolute), contentType: "application/octet-stream", stamp: stamp)
+            return ContentRepresentation(
+                path: path, size: stamp.size, sha256: try DigestCache.hashFile(at: absolute), contentType: "application/octet-stream",
+                stamp: stamp)
         }
 
         func application(reports: ReportLog = ReportLog()) -> some ApplicationProtocol {
@@ -45,7 +47,9 @@ import Testing
                     throw HTTPError(.forbidden, message: "\(error)")
                 }
                 let stamp = FileStamp.of(path: absolute)!
-                let representation = ContentRepresentation(path: path, size: stamp.size, sha256: try DigestCache.hashFile(at: absolute), contentType: "application/octet-stream", stamp: stamp)
+                let representation = ContentRepresentation(
+                    path: path, size: stamp.size, sha256: try DigestCache.hashFile(at: absolute), contentType: "application/octet-stream",
+                    stamp: stamp)
                 return try await responder.response(to: request.head, representation: representation) { await reports.append($0) }
             }
             return Application(router: router)
@@ -184,7 +188,8 @@ import Testing
 
     @Test func aSymlinkLeadingOutIsRefused() async throws {
         let fixture = try Fixture(files: ["a.bin": Self.data])
-        try FileManager.default.createSymbolicLink(atPath: fixture.root.path + "/content/out.txt", withDestinationPath: fixture.root.path + "/secret.txt")
+        try FileManager.default.createSymbolicLink(
+            atPath: fixture.root.path + "/content/out.txt", withDestinationPath: fixture.root.path + "/secret.txt")
         try await fixture.application().test(.live) { client in
             let response = try await client.execute(uri: "/files/out.txt", method: .get)
             #expect(response.status == .forbidden)

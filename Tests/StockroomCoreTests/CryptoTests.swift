@@ -117,11 +117,12 @@ import Testing
     @Test func anotherCurveOf256BitsIsNotES256() throws {
         #expect(throws: CryptoError.invalidKey("not a P-256 EC key")) { try ECPrivateKey(pem: Self.secp256k1PEM) }
         // Its own valid signature, made with OpenSSL directly, is refused.
-        let key: OpaquePointer = try #require(Array(Self.secp256k1PEM.utf8).withUnsafeBytes { buffer in
-            let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        })
+        let key: OpaquePointer = try #require(
+            Array(Self.secp256k1PEM.utf8).withUnsafeBytes { buffer in
+                let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count))
+                defer { BIO_free(bio) }
+                return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+            })
         let message = Array("header.payload".utf8)
         let context = try #require(EVP_MD_CTX_new())
         defer { EVP_MD_CTX_free(context) }
@@ -130,10 +131,11 @@ import Testing
         #expect(EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1)
         #expect(EVP_DigestSign(context, &der, &length, message, message.count) == 1)
         var cursor: UnsafePointer<UInt8>? = nil
-        let value = try #require(der.withUnsafeBufferPointer { buffer in
-            cursor = buffer.baseAddress
-            return d2i_ECDSA_SIG(nil, &cursor, length)
-        })
+        let value = try #require(
+            der.withUnsafeBufferPointer { buffer in
+                cursor = buffer.baseAddress
+                return d2i_ECDSA_SIG(nil, &cursor, length)
+            })
         defer { ECDSA_SIG_free(value) }
         var jose = [UInt8](repeating: 0, count: 64)
         jose.withUnsafeMutableBufferPointer { out in

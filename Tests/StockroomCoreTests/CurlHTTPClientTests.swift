@@ -28,7 +28,9 @@ import Testing
             return "late"
         }
         router.get("large") { _, _ in Response(status: .ok, body: .init(byteBuffer: ByteBuffer(repeating: 0x61, count: 64 * 1024))) }
-        router.get("teapot") { _, _ in Response(status: .init(code: 418), headers: [.retryAfter: "7"], body: .init(byteBuffer: ByteBuffer(string: "short and stout"))) }
+        router.get("teapot") { _, _ in
+            Response(status: .init(code: 418), headers: [.retryAfter: "7"], body: .init(byteBuffer: ByteBuffer(string: "short and stout")))
+        }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
     }
 
@@ -40,7 +42,8 @@ import Testing
             #expect(hello.status == 200)
             #expect(String(decoding: hello.body, as: UTF8.self) == "hello")
             let payload = Array(#"{"receipt-data":"\#(String(repeating: "A", count: 5000))"}"#.utf8)
-            let echo = try await client.send(UpstreamRequest(method: .post, url: base + "/echo", headers: [("Content-Type", "application/json")], body: payload))
+            let echo = try await client.send(
+                UpstreamRequest(method: .post, url: base + "/echo", headers: [("Content-Type", "application/json")], body: payload))
             #expect(echo.body == payload)
             #expect(echo.headers["content-type"] == "application/json")
             #expect(echo.headers["x-method"] == "POST")
@@ -53,7 +56,8 @@ import Testing
     @Test(arguments: [UpstreamRequest.Method.post, .put, .delete])
     func bodilessCallsSendTheirMethodWithAZeroContentLength(method: UpstreamRequest.Method) async throws {
         try await Self.application().test(.live) { testClient in
-            let response = try await CurlHTTPClient().send(UpstreamRequest(method: method, url: "http://127.0.0.1:\(testClient.port!)/echo"))
+            let response = try await CurlHTTPClient().send(
+                UpstreamRequest(method: method, url: "http://127.0.0.1:\(testClient.port!)/echo"))
             #expect(response.status == 200)
             #expect(response.headers["x-method"] == method.rawValue)
             #expect(response.headers["x-request-length"] == "0")
@@ -64,7 +68,8 @@ import Testing
     @Test func putSendsItsBody() async throws {
         try await Self.application().test(.live) { testClient in
             let body = Array(#"{"url":"http://127.0.0.1:1/notify"}"#.utf8)
-            let response = try await CurlHTTPClient().send(UpstreamRequest(method: .put, url: "http://127.0.0.1:\(testClient.port!)/echo", body: body))
+            let response = try await CurlHTTPClient().send(
+                UpstreamRequest(method: .put, url: "http://127.0.0.1:\(testClient.port!)/echo", body: body))
             #expect(response.headers["x-method"] == "PUT")
             #expect(response.headers["x-request-length"] == "\(body.count)")
             #expect(response.body == body)

@@ -73,10 +73,13 @@ import Testing
     func aTimeOpenSSLCannotHoldIsRefusedNotTrapped(seconds: Double) throws {
         let time = Date(timeIntervalSince1970: seconds)
         #expect(CertificateTime.seconds(time) == nil)
-        let problem = CertificateChain.problem(leaf: Self.chain.leaf, intermediates: [Self.chain.intermediate], root: Self.chain.root, at: time)
+        let problem = CertificateChain.problem(
+            leaf: Self.chain.leaf, intermediates: [Self.chain.intermediate], root: Self.chain.root, at: time)
         #expect(problem == "the verification time is outside the years 1 to 9999")
         let receipt = try Self.chain.signReceipt(payload: [0x31, 0x00])
-        #expect(SignedData.problem(verifying: receipt, root: Self.chain.root, at: time) == "the verification time is outside the years 1 to 9999")
+        #expect(
+            SignedData.problem(verifying: receipt, root: Self.chain.root, at: time)
+                == "the verification time is outside the years 1 to 9999")
         let key = try ECPrivateKey()
         #expect(throws: CryptoError.self) {
             try Certificate.issue(commonName: "x", subjectKey: key, issuer: nil, isAuthority: true, notBefore: Date(), notAfter: time)

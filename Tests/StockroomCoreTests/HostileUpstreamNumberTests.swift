@@ -58,7 +58,9 @@ import Testing
         #expect(RetryPolicy.wait(retryAfter: "0") == .zero)
     }
 
-    @Test(arguments: ["nan", "NaN", "inf", "-inf", "infinity", "-1", "-1e30", "0x1p9", "", "   ", "Wed, 21 Oct 2015 07:28:00 GMT", "1e999", "12abc"])
+    @Test(arguments: [
+        "nan", "NaN", "inf", "-inf", "infinity", "-1", "-1e30", "0x1p9", "", "   ", "Wed, 21 Oct 2015 07:28:00 GMT", "1e999", "12abc",
+    ])
     func aRetryAfterThatIsNotDelaySecondsIsIgnored(field: String) {
         #expect(RetryPolicy.wait(retryAfter: field) == nil)
     }
@@ -75,7 +77,8 @@ import Testing
         #"{"status": 21100.5, "is-retryable": 1e30}"#,
     ])
     func aVerifyReceiptAnswerWithHugeNumbersIsNotATrap(body: String) async {
-        let client = VerifyReceiptClient(transport: CannedTransport(body: body), endpoints: .base("http://127.0.0.1:1"), policy: Self.noWaiting)
+        let client = VerifyReceiptClient(
+            transport: CannedTransport(body: body), endpoints: .base("http://127.0.0.1:1"), policy: Self.noWaiting)
         // Reaching this line is most of the test: a trap would have ended the process. What comes
         // back must not carry the hostile numbers either (wrapped, saturated or truncated).
         if case .receipt(let receipt) = await client.verify(receiptData: "AAAA") {

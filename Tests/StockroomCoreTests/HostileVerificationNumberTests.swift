@@ -10,12 +10,15 @@ import Testing
         "-99999999999999999999999", "9223372036854775807", "-9223372036854775808", "\"9223372036854775808\"", "1.7976931348623157e308",
         "\"0x1p62\"", "\"\"", "null", "true", "[1]", "{}", "1700000000000.5", "\"12345678901234567890123456789012345\"",
     ]
-    static let receiptDateFields = ["purchase_date_ms", "cancellation_date_ms", "expires_date_ms", "expires_date", "cancellation_date", "quantity"]
+    static let receiptDateFields = [
+        "purchase_date_ms", "cancellation_date_ms", "expires_date_ms", "expires_date", "cancellation_date", "quantity",
+    ]
     static let signedDateFields = ["purchaseDate", "signedDate", "revocationDate", "expiresDate", "revocationReason"]
 
     static func transaction(_ field: String, _ value: String) -> String {
         var fields = [
-            "\"product_id\": \"p.q\"", "\"transaction_id\": \"1\"", "\"original_transaction_id\": \"1\"", "\"purchase_date_ms\": \"1700000000000\"",
+            "\"product_id\": \"p.q\"", "\"transaction_id\": \"1\"", "\"original_transaction_id\": \"1\"",
+            "\"purchase_date_ms\": \"1700000000000\"",
         ].filter { !$0.hasPrefix("\"\(field)\"") }
         fields.append("\"\(field)\": \(value)")
         return "{" + fields.joined(separator: ", ") + "}"
@@ -46,13 +49,18 @@ import Testing
 
     @Test func outOfRangeMillisecondsAreDecodingErrors() {
         for value in ["1e30", "-1e30", "\"NaN\"", "99999999999999999999999", "9223372036854775807"] {
-            #expect(throws: DecodingError.self) { try JSONDecoder().decode(ReceiptTransaction.self, from: Data(Self.transaction("purchase_date_ms", value).utf8)) }
+            #expect(throws: DecodingError.self) {
+                try JSONDecoder().decode(ReceiptTransaction.self, from: Data(Self.transaction("purchase_date_ms", value).utf8))
+            }
         }
-        let legacy = try? JSONDecoder().decode(ReceiptTransaction.self, from: Data(Self.transaction("expires_date", "\"1700000000000\"").utf8))
+        let legacy = try? JSONDecoder().decode(
+            ReceiptTransaction.self, from: Data(Self.transaction("expires_date", "\"1700000000000\"").utf8))
         #expect(legacy?.expiresDate == 1_700_000_000_000)
-        let formatted = try? JSONDecoder().decode(ReceiptTransaction.self, from: Data(Self.transaction("expires_date", "\"2023-11-14 22:13:20 Etc/GMT\"").utf8))
+        let formatted = try? JSONDecoder().decode(
+            ReceiptTransaction.self, from: Data(Self.transaction("expires_date", "\"2023-11-14 22:13:20 Etc/GMT\"").utf8))
         #expect(formatted?.expiresDate == 1_700_000_000_000)
-        let fraction = try? JSONDecoder().decode(ReceiptTransaction.self, from: Data(Self.transaction("purchase_date_ms", "1700000000000.75").utf8))
+        let fraction = try? JSONDecoder().decode(
+            ReceiptTransaction.self, from: Data(Self.transaction("purchase_date_ms", "1700000000000.75").utf8))
         #expect(fraction?.purchaseDate == 1_700_000_000_000)
     }
 
@@ -76,7 +84,11 @@ import Testing
         }
         #expect(decodedAny, "null or in-range values still decode")
         #expect(throws: DecodingError.self) {
-            try JSONDecoder().decode(SignedTransaction.self, from: Data(#"{"transactionId": "1", "productId": "p", "bundleId": "b", "environment": "Production", "purchaseDate": 1, "signedDate": 1e30}"#.utf8))
+            try JSONDecoder().decode(
+                SignedTransaction.self,
+                from: Data(
+                    #"{"transactionId": "1", "productId": "p", "bundleId": "b", "environment": "Production", "purchaseDate": 1, "signedDate": 1e30}"#
+                        .utf8))
         }
     }
 

@@ -15,6 +15,8 @@ import Testing
     @Test func whatFoundationTrapsOnIsRefused() {
         #expect(!JSONNesting.isShallow(Array(String(repeating: "[", count: 513).utf8)))
         #expect(!JSONNesting.isShallow(Array(String(repeating: "[", count: JSONNesting.limit + 1).utf8)))
-        #expect(JSONNesting.isShallow(Array((String(repeating: "[", count: JSONNesting.limit) + String(repeating: "]", count: JSONNesting.limit)).utf8)))
+        #expect(
+            JSONNesting.isShallow(
+                Array((String(repeating: "[", count: JSONNesting.limit) + String(repeating: "]", count: JSONNesting.limit)).utf8)))
     }
 }

@@ -13,7 +13,8 @@ import Testing
     static func row(_ id: String, productID: String = "com.example.book", lastError: String? = nil, createdAt: Date) -> Fulfilment {
         Fulfilment(
             transactionID: id, originalTransactionID: id, productID: productID, bundleID: "com.example.app", environment: .sandbox,
-            proofKind: .receipt, proof: "p\(id)", proofDigest: nil, appAccountToken: nil, expiresAt: nil, state: .delivered, verifiedAt: createdAt,
+            proofKind: .receipt, proof: "p\(id)", proofDigest: nil, appAccountToken: nil, expiresAt: nil, state: .delivered,
+            verifiedAt: createdAt,
             attempts: 0, bytesDelivered: 10, lastError: lastError, createdAt: createdAt, updatedAt: createdAt, deliveredAt: nil,
             acknowledgedAt: nil, revokedAt: nil, revokedByOperatorAt: nil, revokedByRefundAt: nil)
     }
@@ -53,7 +54,8 @@ import Testing
             try await fill(ledger)
             // The database does sort by its locale: without the byte order, "a" comes before "B".
             let byLocale = try await ledger.database.client.query("SELECT product_id FROM fulfilments ORDER BY product_id").collect()
-            #expect(try byLocale.map { try $0.decode(String.self) } == ["com.example.a", "com.example.A", "com.example.b", "com.example.B"])
+            #expect(
+                try byLocale.map { try $0.decode(String.self) } == ["com.example.a", "com.example.A", "com.example.b", "com.example.B"])
             return (try await orders(ledger), try await ledger.archive().fulfilments.map(\.transactionID))
         }
         #expect(postgres == sqlite)
@@ -71,10 +73,13 @@ import Testing
                 try await runner.execute(
                     .insert(
                         Fulfilment(
-                            transactionID: "\(index)", originalTransactionID: "\(index)", productID: index == 3 ? "com.example.other" : "com.example.book",
+                            transactionID: "\(index)", originalTransactionID: "\(index)",
+                            productID: index == 3 ? "com.example.other" : "com.example.book",
                             bundleID: "com.example.app", environment: .sandbox, proofKind: .receipt, proof: "p\(index)", proofDigest: nil,
-                            appAccountToken: nil, expiresAt: nil, state: state, verifiedAt: at(0), attempts: index, bytesDelivered: Int64(index) * 10,
-                            lastError: nil, createdAt: at(Double(index)), updatedAt: at(Double(10 - index)), deliveredAt: nil, acknowledgedAt: nil,
+                            appAccountToken: nil, expiresAt: nil, state: state, verifiedAt: at(0), attempts: index,
+                            bytesDelivered: Int64(index) * 10,
+                            lastError: nil, createdAt: at(Double(index)), updatedAt: at(Double(10 - index)), deliveredAt: nil,
+                            acknowledgedAt: nil,
                             revokedAt: nil, revokedByOperatorAt: nil, revokedByRefundAt: nil)))
             }
             let ids = { (rows: [Fulfilment]) in rows.map(\.transactionID) }
@@ -94,10 +99,15 @@ import Testing
             #expect(pastTheLast == FulfilmentPage(rows: [], total: 2))
             #expect(try await insights.fulfilmentPage(FulfilmentPageQuery(state: .revoked)) == FulfilmentPage(rows: [], total: 0))
             let tallies = try await insights.productTallies(limit: 1)
-            #expect(tallies == ProductTallies(top: [ProductTally(productID: "com.example.book", fulfilments: 3, bytesDelivered: 30)], fulfilments: 4, bytesDelivered: 60))
+            #expect(
+                tallies
+                    == ProductTallies(
+                        top: [ProductTally(productID: "com.example.book", fulfilments: 3, bytesDelivered: 30)], fulfilments: 4,
+                        bytesDelivered: 60))
             #expect(try await insights.productTallies(limit: 0) == ProductTallies(top: [], fulfilments: 4, bytesDelivered: 60))
             let draft = PendingProofDraft(
-                transactionID: "9", digest: "d9", kind: .receipt, proof: "p9", requestedProductID: "com.example.book", appAccountToken: nil, error: "x")
+                transactionID: "9", digest: "d9", kind: .receipt, proof: "p9", requestedProductID: "com.example.book", appAccountToken: nil,
+                error: "x")
             #expect(try await test.ledger.keepPendingProof(draft, now: at(0)))
             #expect(try await test.ledger.pendingProofs(status: nil, limit: 5).count == 1)
             #expect(try await test.ledger.pendingProofs(status: nil, limit: -1) == [])
@@ -113,13 +123,15 @@ import Testing
             let runner = try #require(test.ledger as? any LedgerStatementRunner)
             let insights = test.ledger
             for index in 0..<40 {
-                try await runner.execute(.insert(Self.row("t\(index)", createdAt: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)))))
+                try await runner.execute(
+                    .insert(Self.row("t\(index)", createdAt: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)))))
             }
             let disagreements = try await withThrowingTaskGroup(of: Int.self) { group in
                 group.addTask {
                     for round in 0..<300 {
                         let (state, product) = round % 2 == 0 ? ("acknowledged", "com.example.other") : ("delivered", "com.example.book")
-                        try await test.execute("UPDATE fulfilments SET state = '\(state)', product_id = '\(product)', bytes_delivered = \(round)")
+                        try await test.execute(
+                            "UPDATE fulfilments SET state = '\(state)', product_id = '\(product)', bytes_delivered = \(round)")
                     }
                     return 0
                 }
@@ -182,7 +194,9 @@ import Testing
             let runner = try #require(test.ledger as? any LedgerStatementRunner)
             try await runner.execute(.insert(Self.row("1", createdAt: Date(timeIntervalSince1970: 1_800_000_000))))
             let lacking = LedgerStatement("SELECT transaction_id, original_transaction_id, product_id, bundle_id FROM fulfilments", [])
-            await #expect(throws: LedgerRowError(column: "environment", missing: true)) { try await runner.fetch(lacking, as: Fulfilment.self) }
+            await #expect(throws: LedgerRowError(column: "environment", missing: true)) {
+                try await runner.fetch(lacking, as: Fulfilment.self)
+            }
             let unknown = LedgerStatement("SELECT 'refunded' AS state, 1 AS count", [])
             await #expect(throws: LedgerRowError(column: "state")) {
                 _ = try await runner.fetch(unknown, as: Probe.self)
@@ -194,7 +208,8 @@ import Testing
     /// refused, never read as nothing kept, which would let every proof past the bounds.
     @Test func aPendingProofIsAdmittedOnlyOnOneRowOfCounts() throws {
         let draft = PendingProofDraft(
-            transactionID: "1", digest: "d", kind: .receipt, proof: "p", requestedProductID: "com.example.book", appAccountToken: nil, error: "x")
+            transactionID: "1", digest: "d", kind: .receipt, proof: "p", requestedProductID: "com.example.book", appAccountToken: nil,
+            error: "x")
         let bounds = PendingProofBounds()
         let full = PendingProofCounts(transaction: PendingProof.perTransaction, client: 0, total: 0)
         #expect(try bounds.admit(draft, counted: [full]) == .transactionFull)

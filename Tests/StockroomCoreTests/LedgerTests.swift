@@ -24,7 +24,6 @@ import Testing
         ClaimTerms(requestedProductID: product, appAccountToken: account, checksAccount: true, countsAttempt: true)
     }
 
-
     @Test(arguments: LedgerEngine.allCases) func theHappyPathMovesThroughEveryState(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
@@ -33,16 +32,22 @@ import Testing
                 return
             }
             #expect(row.state == .verified && row.attempts == 1 && row.proofDigest == VerifiedProof.digest(of: "cmVjZWlwdA=="))
-            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100, now: Date())
-            #expect(try await ledger.acknowledge("1", productID: "com.example.book", now: Self.now) == .entitled(try #require(try await ledger.fulfilment("1"))))
+            try await ledger.recordDelivery(
+                "1", report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100, now: Date())
+            #expect(
+                try await ledger.acknowledge("1", productID: "com.example.book", now: Self.now)
+                    == .entitled(try #require(try await ledger.fulfilment("1"))))
             #expect(try await ledger.fulfilment("1")?.state == .acknowledged)
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aClaimForAnotherProductThanTheProofsIsRefusedAndWritesNothing(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aClaimForAnotherProductThanTheProofsIsRefusedAndWritesNothing(_ engine: LedgerEngine)
+        async throws
+    {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
-            let decision = try await ledger.claim(Self.proof("1", product: "com.example.cheap"), terms: Self.download("com.example.dear"), now: Self.now)
+            let decision = try await ledger.claim(
+                Self.proof("1", product: "com.example.cheap"), terms: Self.download("com.example.dear"), now: Self.now)
             #expect(decision == .refused(.rejected(.productMismatch(transactionID: "1", productID: "com.example.dear"))))
             #expect(try await ledger.fulfilment("1") == nil)
         }
@@ -59,15 +64,21 @@ import Testing
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func anOperatorsRevocationIsLiftedOnlyByReinstateAndARefundsOnlyByItsReversal(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func anOperatorsRevocationIsLiftedOnlyByReinstateAndARefundsOnlyByItsReversal(
+        _ engine: LedgerEngine
+    ) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
             _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
             _ = try await ledger.claim(Self.proof("2", original: "1"), terms: Self.download(), now: Self.now)
             let purchase = RevokedPurchase(transactionID: "1", originalTransactionID: "1", productID: nil, bundleID: nil, environment: nil)
-            #expect(try await ledger.revoke(purchase, cause: .operatorAction, reason: "chargeback", now: Self.now).map(\.transactionID) == ["1", "2"])
+            #expect(
+                try await ledger.revoke(purchase, cause: .operatorAction, reason: "chargeback", now: Self.now).map(\.transactionID) == [
+                    "1", "2",
+                ])
             // A verified proof does not undo it, nor does a refund's reversal.
-            #expect(try await ledger.claim(Self.proof("1"), terms: .reverification, now: Self.now) == .refused(.revoked(transactionID: "1")))
+            #expect(
+                try await ledger.claim(Self.proof("1"), terms: .reverification, now: Self.now) == .refused(.revoked(transactionID: "1")))
             #expect(try await ledger.reverseRefund(originalTransactionID: "1", now: Self.now).isEmpty)
             #expect(try await ledger.fulfilment("2")?.state == .revoked)
             // A refund on top: reinstating lifts the operator's cause only.
@@ -84,7 +95,9 @@ import Testing
             let ledger = test.ledger
             _ = try await ledger.claim(Self.proof("1", revokedAt: Self.now), terms: Self.download(), now: Self.now)
             #expect(try await ledger.fulfilment("1")?.state == .revoked)
-            #expect(try await ledger.claim(Self.proof("2", original: "1"), terms: Self.download(), now: Self.now) == .refused(.revoked(transactionID: "2")))
+            #expect(
+                try await ledger.claim(Self.proof("2", original: "1"), terms: Self.download(), now: Self.now)
+                    == .refused(.revoked(transactionID: "2")))
             let restore = try #require(try await ledger.fulfilment("2"))
             #expect(restore.state == .revoked && restore.revokedByRefundAt != nil)
         }
@@ -95,10 +108,16 @@ import Testing
             let ledger = test.ledger
             let owner = "8f2e6a4c-0000-4000-8000-000000000001"
             _ = try await ledger.claim(Self.proof("1", account: owner), terms: Self.download(account: owner), now: Self.now)
-            #expect(try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now) == .refused(.claimed(transactionID: "1")))
+            #expect(
+                try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now) == .refused(.claimed(transactionID: "1")))
             let digest = VerifiedProof.digest(of: "cmVjZWlwdA==")
-            #expect(try await ledger.serveRecordedProof(.init(transactionID: "1", digest: digest, productID: "com.example.book", appAccountToken: nil), now: Self.now) == nil)
-            #expect(try await ledger.serveRecordedProof(.init(transactionID: "1", digest: digest, productID: "com.example.book", appAccountToken: owner.uppercased()), now: Self.now) != nil)
+            #expect(
+                try await ledger.serveRecordedProof(
+                    .init(transactionID: "1", digest: digest, productID: "com.example.book", appAccountToken: nil), now: Self.now) == nil)
+            #expect(
+                try await ledger.serveRecordedProof(
+                    .init(transactionID: "1", digest: digest, productID: "com.example.book", appAccountToken: owner.uppercased()),
+                    now: Self.now) != nil)
         }
     }
 
@@ -106,9 +125,13 @@ import Testing
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
             let later = Self.now.addingTimeInterval(3600)
-            #expect(try await ledger.claim(Self.proof("1", expiresAt: later), terms: Self.download(), now: Self.now) != .refused(.expired(transactionID: "1")))
+            #expect(
+                try await ledger.claim(Self.proof("1", expiresAt: later), terms: Self.download(), now: Self.now)
+                    != .refused(.expired(transactionID: "1")))
             #expect(try await ledger.resume("1", productID: "com.example.book", now: later) == .refused(.expired(transactionID: "1")))
-            #expect(try await ledger.claim(Self.proof("1", expiresAt: later), terms: Self.download(), now: later) == .refused(.expired(transactionID: "1")))
+            #expect(
+                try await ledger.claim(Self.proof("1", expiresAt: later), terms: Self.download(), now: later)
+                    == .refused(.expired(transactionID: "1")))
         }
     }
 
@@ -131,7 +154,8 @@ import Testing
             let ledger = test.ledger
             _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
             for start in 0..<Int64(60) {
-                try await ledger.recordDelivery("1", report: DeliveryReport(range: start...start, bytesSent: 1, complete: true), fileSize: 100, now: Date())
+                try await ledger.recordDelivery(
+                    "1", report: DeliveryReport(range: start...start, bytesSent: 1, complete: true), fileSize: 100, now: Date())
             }
             #expect(try await ledger.attempts(of: "1").count == DownloadAttempt.keptPerTransaction)
             #expect(try await ledger.fulfilment("1")?.bytesDelivered == 60)
@@ -142,10 +166,13 @@ import Testing
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
             _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
-            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 40, complete: false), fileSize: 100, now: Date())
-            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...49, bytesSent: 50, complete: true), fileSize: 100, now: Date())
+            try await ledger.recordDelivery(
+                "1", report: DeliveryReport(range: 0...99, bytesSent: 40, complete: false), fileSize: 100, now: Date())
+            try await ledger.recordDelivery(
+                "1", report: DeliveryReport(range: 0...49, bytesSent: 50, complete: true), fileSize: 100, now: Date())
             #expect(try await ledger.fulfilment("1")?.state == .verified)
-            try await ledger.recordDelivery("1", report: DeliveryReport(range: 50...99, bytesSent: 50, complete: true), fileSize: 100, now: Date())
+            try await ledger.recordDelivery(
+                "1", report: DeliveryReport(range: 50...99, bytesSent: 50, complete: true), fileSize: 100, now: Date())
             let row = try await ledger.fulfilment("1")
             #expect(row?.state == .delivered)
             #expect(row?.bytesDelivered == 140)
@@ -165,7 +192,8 @@ import Testing
                 "INSERT INTO notifications (notification_uuid, notification_type, outcome, received_at) VALUES ('n-1', 'REFUND', 'revoked', CURRENT_TIMESTAMP)",
             ]
             try await test.execute(
-                "INSERT INTO notifications (notification_uuid, notification_type, outcome, received_at) VALUES ('n-1', 'REFUND', 'revoked', CURRENT_TIMESTAMP)")
+                "INSERT INTO notifications (notification_uuid, notification_type, outcome, received_at) VALUES ('n-1', 'REFUND', 'revoked', CURRENT_TIMESTAMP)"
+            )
             for sql in refused {
                 let error = await #expect(throws: (any Error).self, "\(sql)") { try await test.execute(sql) }
                 #expect(error.map(TestLedger.isConstraintViolation) == true, "\(sql): \(String(describing: error))")
@@ -198,10 +226,13 @@ import Testing
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             _ = try await test.ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
             try await test.another { second in
-                #expect(try await second.resume("1", productID: "com.example.book", now: Self.now) != .refused(.revoked(transactionID: "1")))
-                let purchase = RevokedPurchase(transactionID: "1", originalTransactionID: "1", productID: nil, bundleID: nil, environment: nil)
+                #expect(
+                    try await second.resume("1", productID: "com.example.book", now: Self.now) != .refused(.revoked(transactionID: "1")))
+                let purchase = RevokedPurchase(
+                    transactionID: "1", originalTransactionID: "1", productID: nil, bundleID: nil, environment: nil)
                 _ = try await test.ledger.revoke(purchase, cause: .refund, reason: "refund", now: Self.now)
-                #expect(try await second.resume("1", productID: "com.example.book", now: Self.now) == .refused(.revoked(transactionID: "1")))
+                #expect(
+                    try await second.resume("1", productID: "com.example.book", now: Self.now) == .refused(.revoked(transactionID: "1")))
             }
         }
     }
@@ -225,7 +256,10 @@ import Testing
         let queue = try DatabaseQueue(path: path)
         try SQLiteDatabase.migrator.migrate(queue, upTo: "v3: App Store notifications")
         try await queue.write { db in
-            for (id, state, error) in [("1", "pending", "down"), ("2", "verified", nil), ("3", "revoked", "revoked by operator: fraud"), ("4", "revoked", "refunded")] {
+            for (id, state, error) in [
+                ("1", "pending", "down"), ("2", "verified", nil), ("3", "revoked", "revoked by operator: fraud"),
+                ("4", "revoked", "refunded"),
+            ] {
                 try db.execute(
                     sql: """
                         INSERT INTO fulfilments (transaction_id, original_transaction_id, product_id, bundle_id, proof_kind, proof, state,

@@ -26,17 +26,20 @@ import Testing
         let folder = try TemporaryFolder()
         let path = try folder.write("credentials", Self.file)
         let fromVariables = try ObjectStoreCredentials.resolve(environment: [
-            "AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_SESSION_TOKEN": "env-token", "AWS_SHARED_CREDENTIALS_FILE": path,
+            "AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_SESSION_TOKEN": "env-token",
+            "AWS_SHARED_CREDENTIALS_FILE": path,
         ])
         #expect(fromVariables.accessKeyID == "ENVKEY")
         #expect(fromVariables.sessionToken == "env-token")
         let fromDefault = try ObjectStoreCredentials.resolve(environment: ["AWS_SHARED_CREDENTIALS_FILE": path])
         #expect((fromDefault.accessKeyID, fromDefault.secretAccessKey, fromDefault.sessionToken) == ("DEFAULTKEY", "default-secret", nil))
         let fromProfile = try ObjectStoreCredentials.resolve(environment: ["AWS_SHARED_CREDENTIALS_FILE": path, "AWS_PROFILE": "shop"])
-        #expect((fromProfile.accessKeyID, fromProfile.secretAccessKey, fromProfile.sessionToken) == ("SHOPKEY", "shop-secret", "shop-token"))
+        #expect(
+            (fromProfile.accessKeyID, fromProfile.secretAccessKey, fromProfile.sessionToken) == ("SHOPKEY", "shop-secret", "shop-token"))
         // --s3-profile names a profile over the variables.
         let named = try ObjectStoreCredentials.resolve(
-            environment: ["AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_SHARED_CREDENTIALS_FILE": path], profile: "shop")
+            environment: ["AWS_ACCESS_KEY_ID": "ENVKEY", "AWS_SECRET_ACCESS_KEY": "env-secret", "AWS_SHARED_CREDENTIALS_FILE": path],
+            profile: "shop")
         #expect(named.accessKeyID == "SHOPKEY")
         // ~/.aws/credentials when no file is named.
         _ = try folder.write("home/.aws/credentials", Self.file)
@@ -67,9 +70,13 @@ import Testing
     @Test func endpointsAreCheckedAndADefaultPortIsLeftOut() throws {
         let credentials = SigV4.Credentials(accessKeyID: "KEY", secretAccessKey: "secret")
         for bad in ["ftp://store", "https://", "https://user:pw@store", "https://store/path", "https://store?x=1", "store:9000"] {
-            #expect(throws: ObjectStoreSettingError.endpoint(bad)) { try ObjectStoreSettings(endpoint: bad, region: "us-east-1", credentials: credentials) }
+            #expect(throws: ObjectStoreSettingError.endpoint(bad)) {
+                try ObjectStoreSettings(endpoint: bad, region: "us-east-1", credentials: credentials)
+            }
         }
-        #expect(throws: ObjectStoreSettingError.region("us east")) { try ObjectStoreSettings(endpoint: nil, region: "us east", credentials: credentials) }
+        #expect(throws: ObjectStoreSettingError.region("us east")) {
+            try ObjectStoreSettings(endpoint: nil, region: "us east", credentials: credentials)
+        }
         let https443 = try ObjectStoreSettings(endpoint: "https://s3.example.com:443", region: "auto", credentials: credentials)
         #expect(https443.endpoint?.absoluteString == "https://s3.example.com")
         #expect(https443.addressing == .path)
@@ -91,7 +98,9 @@ import Testing
         #expect(throws: ObjectLocationError.bucket("Shop")) { try ObjectLocation(parsing: "s3://Shop/x") }
         #expect(throws: ObjectLocationError.bucket("ab")) { try ObjectLocation(parsing: "s3://ab/x") }
         #expect(throws: ObjectLocationError.prefix("a/../b/")) { try ObjectLocation(parsing: "s3://shop/a/../b") }
-        for bad in ["", "a//b", "./a", "a/..", "a\\b", "a b", "a%2Fb", "ä", String(repeating: "a", count: 513)] { #expect(!ObjectKey.isValid(bad), "\(bad)") }
+        for bad in ["", "a//b", "./a", "a/..", "a\\b", "a b", "a%2Fb", "ä", String(repeating: "a", count: 513)] {
+            #expect(!ObjectKey.isValid(bad), "\(bad)")
+        }
         for good in ["a", "books/field-guide.epub", "a+b=c,d@e~f!g_h.i-j"] { #expect(ObjectKey.isValid(good)) }
     }
 }

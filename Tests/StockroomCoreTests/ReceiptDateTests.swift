@@ -12,7 +12,9 @@ import Testing
 
     @Test func readsReceiptDatesAsFoundationDoes() throws {
         var generator = SystemRandomNumberGenerator()
-        var seconds: [Int64] = [0, 59, 86_399, 86_400, 951_782_400, 951_868_799, 1_709_164_800, 2_147_483_648, 4_102_444_799, 253_402_300_799]
+        var seconds: [Int64] = [
+            0, 59, 86_399, 86_400, 951_782_400, 951_868_799, 1_709_164_800, 2_147_483_648, 4_102_444_799, 253_402_300_799,
+        ]
         for _ in 0..<20_000 { seconds.append(Int64.random(in: 0..<253_402_300_800, using: &generator)) }
         for second in seconds {
             let date = Date(timeIntervalSince1970: TimeInterval(second))

@@ -11,7 +11,8 @@ import Testing
 
     static func receipt(created: Date = Date(timeIntervalSince1970: 1_790_000_000), purchases: Int = 2) -> AppReceipt {
         AppReceipt(
-            receiptType: "ProductionSandbox", bundleID: "com.example.stockroom.demo", appVersion: "1.2", opaqueValue: Array("device-1".utf8),
+            receiptType: "ProductionSandbox", bundleID: "com.example.stockroom.demo", appVersion: "1.2",
+            opaqueValue: Array("device-1".utf8),
             creationDate: created,
             purchases: (0..<purchases).map { index in
                 AppReceipt.Purchase(
@@ -41,11 +42,14 @@ import Testing
     @Test func certificateValidityIsJudgedAtTheCreationDate() throws {
         let now = Date()
         let rootKey = try ECPrivateKey(), leafKey = try ECPrivateKey()
-        let root = try Certificate.issue(commonName: "Root", subjectKey: rootKey, issuer: nil, isAuthority: true, notBefore: now - 5 * Self.year, notAfter: now + 5 * Self.year)
+        let root = try Certificate.issue(
+            commonName: "Root", subjectKey: rootKey, issuer: nil, isAuthority: true, notBefore: now - 5 * Self.year,
+            notAfter: now + 5 * Self.year)
         let leaf = try Certificate.issue(
             commonName: "Receipt Signing", subjectKey: leafKey, issuer: (root, rootKey), isAuthority: false,
             notBefore: now - 4 * Self.year, notAfter: now - 2 * Self.year)
-        let genuineThen = try SignedData.sign(Self.receipt(created: now - 3 * Self.year).encodedPayload(), signer: leaf, key: leafKey, chain: [])
+        let genuineThen = try SignedData.sign(
+            Self.receipt(created: now - 3 * Self.year).encodedPayload(), signer: leaf, key: leafKey, chain: [])
         #expect(try ReceiptInspection.inspect(base64: ByteEncoding.base64(genuineThen), root: root).get().isSignatureVerified)
         let claimedNow = try SignedData.sign(Self.receipt(created: now).encodedPayload(), signer: leaf, key: leafKey, chain: [])
         let problem = try ReceiptInspection.inspect(base64: ByteEncoding.base64(claimedNow), root: root).get().signatureProblem
@@ -55,7 +59,9 @@ import Testing
 
     @Test func garbageIsRefusedWithItsReason() throws {
         #expect(ReceiptInspection.inspect(base64: "%%%", root: Self.chain.root) == .failure(.notBase64))
-        #expect(ReceiptInspection.inspect(base64: ByteEncoding.base64(Array("not a receipt".utf8)), root: Self.chain.root) == .failure(.notSignedData))
+        #expect(
+            ReceiptInspection.inspect(base64: ByteEncoding.base64(Array("not a receipt".utf8)), root: Self.chain.root)
+                == .failure(.notSignedData))
         let notAReceipt = try Self.chain.signReceipt(payload: Array("hello".utf8))
         #expect(ReceiptInspection.inspect(base64: ByteEncoding.base64(notAReceipt), root: Self.chain.root) == .failure(.malformedPayload))
         let noBundle = DERWriter.set([DERWriter.attribute(3, DERWriter.utf8("1"))])
@@ -84,7 +90,8 @@ import Testing
         for round in 0..<10_000 {
             switch round % 3 {
             case 0:
-                if case .success(let inspection) = ReceiptInspection.inspect(base64: ByteEncoding.base64(mutate(signed)), root: Self.chain.root),
+                if case .success(let inspection) = ReceiptInspection.inspect(
+                    base64: ByteEncoding.base64(mutate(signed)), root: Self.chain.root),
                     inspection.isSignatureVerified
                 {
                     verifiedMutants += 1

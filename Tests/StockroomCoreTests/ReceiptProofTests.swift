@@ -21,7 +21,8 @@ import Testing
         }
         let url = String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 }).replacingOccurrences(of: "=", with: "")
         return [
-            text, " \(text) ", broken.joined(separator: "\n"), broken.joined(separator: "\r\n"), "\t" + broken.joined(separator: " \t "), url,
+            text, " \(text) ", broken.joined(separator: "\n"), broken.joined(separator: "\r\n"), "\t" + broken.joined(separator: " \t "),
+            url,
         ]
     }
 
@@ -67,7 +68,8 @@ import Testing
         try await VerifyReceiptClientTests.withSimulator(cacheInterval: .seconds(60)) { control, verifier in
             let purchase = try await control.purchase()
             for variant in Self.variants(of: purchase.receiptData) {
-                let verdict = await verifier.verify(VerificationRequest(receiptData: variant, productID: VerifyReceiptClientTests.book), freshness: .cachedAllowed)
+                let verdict = await verifier.verify(
+                    VerificationRequest(receiptData: variant, productID: VerifyReceiptClientTests.book), freshness: .cachedAllowed)
                 guard case .valid = verdict else { Issue.record("\(verdict)"); return }
             }
             let calls = try await control.calls().total
@@ -76,7 +78,9 @@ import Testing
             var generator = SystemRandomNumberGenerator()
             for _ in 0..<40 {
                 let random = ByteEncoding.base64((0..<120).map { _ in UInt8.random(in: 0...255, using: &generator) })
-                #expect(await verifier.verify(VerificationRequest(receiptData: random), freshness: .upstreamOnly) == .invalid(.malformedReceipt))
+                #expect(
+                    await verifier.verify(VerificationRequest(receiptData: random), freshness: .upstreamOnly) == .invalid(.malformedReceipt)
+                )
             }
             let callsAfterGarbage = try await control.calls().total
             #expect(callsAfterGarbage == 1, "garbage is refused locally")
@@ -91,7 +95,8 @@ import Testing
             await withTaskGroup(of: Void.self) { group in
                 for proof in proofs {
                     group.addTask {
-                        let verdict = await verifier.verify(proof, productID: VerifyReceiptClientTests.book, transactionID: nil, freshness: .upstreamOnly)
+                        let verdict = await verifier.verify(
+                            proof, productID: VerifyReceiptClientTests.book, transactionID: nil, freshness: .upstreamOnly)
                         if case .valid = verdict {} else { Issue.record("\(verdict)") }
                     }
                 }

@@ -36,7 +36,9 @@ import Testing
         let port = try #require(URL(string: store.endpoint)?.port)
         let proxy = try TCPProxy(upstreamPort: port)
         defer { proxy.stop() }
-        let proxied = S3Client(settings: try ObjectStoreSettings(endpoint: "http://127.0.0.1:\(proxy.port)", region: "us-east-1", credentials: store.credentials), bucket: client.bucket)
+        let proxied = S3Client(
+            settings: try ObjectStoreSettings(
+                endpoint: "http://127.0.0.1:\(proxy.port)", region: "us-east-1", credentials: store.credentials), bucket: client.bucket)
         let handed = ByteTally()
         proxy.inject([.replaceInHead(bare, with: String(bare.reversed()))])
         await #expect(throws: ObjectStoreError.changed(key: "a.bin")) {
@@ -59,7 +61,8 @@ import Testing
         let (store, client) = try await ScratchBucket.make()
         try await client.put("x.bin", body: [1, 2, 3], contentType: "application/octet-stream")
         let wrong = S3Client(
-            settings: try store.settings(.init(accessKeyID: store.credentials.accessKeyID, secretAccessKey: "not-the-secret")), bucket: client.bucket)
+            settings: try store.settings(.init(accessKeyID: store.credentials.accessKeyID, secretAccessKey: "not-the-secret")),
+            bucket: client.bucket)
         await #expect {
             try await wrong.head("x.bin")
         } throws: { error in

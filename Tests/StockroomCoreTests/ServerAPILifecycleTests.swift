@@ -10,7 +10,8 @@ import Testing
 /// simulator over loopback with real libcurl.
 @Suite struct ServerAPILifecycleTests {
     static let information = ConsumptionInformation(
-        customerConsented: true, deliveryStatus: .delivered, sampleContentProvided: false, consumptionPercentage: 25_000, refundPreference: .decline)
+        customerConsented: true, deliveryStatus: .delivered, sampleContentProvided: false, consumptionPercentage: 25_000,
+        refundPreference: .decline)
 
     @Test func finishMarksTheTransactionFinishedInItsEnvironment() async throws {
         try await AppStoreServerAPIClientTests.withAPI { control, api in
@@ -21,7 +22,8 @@ import Testing
             #expect(view["finished"] as? Bool == true)
             let finishedDate = try #require(view["finishedDate"] as? Int64)
             #expect(await api.finishTransaction(purchase.transactionId, environment: .production) == .accepted, "finishing twice is fine")
-            #expect(try await control.transactionView(purchase.transactionId)["finishedDate"] as? Int64 == finishedDate, "the first date stays")
+            #expect(
+                try await control.transactionView(purchase.transactionId)["finishedDate"] as? Int64 == finishedDate, "the first date stays")
             #expect(try await control.endpointCalls("finish") == 2)
         }
     }
@@ -59,7 +61,9 @@ import Testing
             let purchase = try await control.purchase()
             try await control.fault(["kind": "http-status", "status": 429, "retryAfterSeconds": 2, "endpoint": "finish"])
             // A fault aimed at finish leaves the other endpoints alone.
-            guard case .found = await api.transaction(purchase.transactionId) else { Issue.record("the lookup took the finish fault"); return }
+            guard case .found = await api.transaction(purchase.transactionId) else {
+                Issue.record("the lookup took the finish fault"); return
+            }
             let outcome = await api.finishTransaction(purchase.transactionId, environment: .production)
             #expect(outcome == .retryLater(reason: "rate limited (429)", after: .seconds(2)))
             #expect(try await control.transactionView(purchase.transactionId)["finished"] as? Bool == false, "one attempt, no retry inside")
@@ -71,7 +75,9 @@ import Testing
         try await AppStoreServerAPIClientTests.withAPI { control, api in
             let purchase = try await control.purchase()
             try await control.fault(["kind": "http-status", "status": 503, "endpoint": "consumption"])
-            guard case .retryLater(_, let after) = await api.sendConsumptionInformation(purchase.transactionId, environment: .production, Self.information)
+            guard
+                case .retryLater(_, let after) = await api.sendConsumptionInformation(
+                    purchase.transactionId, environment: .production, Self.information)
             else { Issue.record("503 was not retryLater"); return }
             #expect(after == nil)
             try await control.fault(["kind": "http-status", "status": 429, "retryAfterSeconds": 86_400, "endpoint": "finish"])
@@ -94,9 +100,12 @@ import Testing
     @Test func aDeadUpstreamIsRetryLater() async throws {
         let credentials = AppStoreServerAPIClient.Credentials(issuerID: "i", keyID: "k", bundleID: "b", privateKey: try ECPrivateKey())
         let api = AppStoreServerAPIClient(credentials: credentials, endpoints: .base("http://127.0.0.1:1"), transport: CurlHTTPClient())
-        guard case .retryLater = await api.finishTransaction("2000000000000001", environment: .production) else { Issue.record("not retryLater"); return }
-        guard case .failure(.unavailable) = await api.notificationHistory(
-            NotificationHistoryQuery(start: Date() - 3600, end: Date()), paginationToken: nil, environment: .production)
+        guard case .retryLater = await api.finishTransaction("2000000000000001", environment: .production) else {
+            Issue.record("not retryLater"); return
+        }
+        guard
+            case .failure(.unavailable) = await api.notificationHistory(
+                NotificationHistoryQuery(start: Date() - 3600, end: Date()), paginationToken: nil, environment: .production)
         else { Issue.record("not unavailable"); return }
     }
 
@@ -113,7 +122,8 @@ import Testing
             #expect(stored["refundPreference"] as? String == "DECLINE")
             #expect(stored.count == 5)
             #expect(view["consumptionAnswers"] as? Int == 1)
-            let bare = ConsumptionInformation(customerConsented: true, deliveryStatus: .undeliveredServerOutage, sampleContentProvided: true)
+            let bare = ConsumptionInformation(
+                customerConsented: true, deliveryStatus: .undeliveredServerOutage, sampleContentProvided: true)
             #expect(await api.sendConsumptionInformation(purchase.transactionId, environment: .production, bare) == .accepted)
             view = try await control.transactionView(purchase.transactionId)
             #expect(view["consumptionAnswers"] as? Int == 2)
@@ -124,20 +134,33 @@ import Testing
 
     @Test func aBodyAppleWouldRefuseIsRefusedWithApplesCode() async throws {
         try await AppStoreServerAPIClientTests.withAPI { control, api in
-            let subscription = try await control.purchase(json: ["productId": "com.example.stockroom.demo.monthly", "expiresInSeconds": 3600])
-            let percentage = ConsumptionInformation(customerConsented: true, deliveryStatus: .delivered, sampleContentProvided: false, consumptionPercentage: 10_000)
-            guard case .refused(400, 4_000_209, _) = await api.sendConsumptionInformation(subscription.transactionId, environment: .production, percentage) else {
+            let subscription = try await control.purchase(json: [
+                "productId": "com.example.stockroom.demo.monthly", "expiresInSeconds": 3600,
+            ])
+            let percentage = ConsumptionInformation(
+                customerConsented: true, deliveryStatus: .delivered, sampleContentProvided: false, consumptionPercentage: 10_000)
+            guard
+                case .refused(400, 4_000_209, _) = await api.sendConsumptionInformation(
+                    subscription.transactionId, environment: .production, percentage)
+            else {
                 Issue.record("a percentage for an auto-renewable subscription was not refused with 4000209"); return
             }
             let book = try await control.purchase()
             var outOfRange = percentage
             outOfRange.consumptionPercentage = 100_001
-            guard case .refused(400, _, let reason) = await api.sendConsumptionInformation(book.transactionId, environment: .production, outOfRange) else {
+            guard
+                case .refused(400, _, let reason) = await api.sendConsumptionInformation(
+                    book.transactionId, environment: .production, outOfRange)
+            else {
                 Issue.record("an out-of-range percentage was accepted"); return
             }
             #expect(reason.contains("ConsumptionPercentageOutOfRangeError"))
-            let undelivered = ConsumptionInformation(customerConsented: true, deliveryStatus: .undeliveredOther, sampleContentProvided: false, consumptionPercentage: 5)
-            guard case .refused(400, _, let nonZero) = await api.sendConsumptionInformation(book.transactionId, environment: .production, undelivered) else {
+            let undelivered = ConsumptionInformation(
+                customerConsented: true, deliveryStatus: .undeliveredOther, sampleContentProvided: false, consumptionPercentage: 5)
+            guard
+                case .refused(400, _, let nonZero) = await api.sendConsumptionInformation(
+                    book.transactionId, environment: .production, undelivered)
+            else {
                 Issue.record("a non-zero percentage while undelivered was accepted"); return
             }
             #expect(nonZero.contains("UndeliveredConsumptionPercentageNonZeroError"))
@@ -145,8 +168,9 @@ import Testing
             // Without consent no call is made at all.
             var unconsented = Self.information
             unconsented.customerConsented = false
-            #expect(await api.sendConsumptionInformation(book.transactionId, environment: .production, unconsented)
-                == .refused(status: 400, errorCode: 4_000_035, reason: "the customer did not consent; no call made"))
+            #expect(
+                await api.sendConsumptionInformation(book.transactionId, environment: .production, unconsented)
+                    == .refused(status: 400, errorCode: 4_000_035, reason: "the customer did not consent; no call made"))
             #expect(try await control.endpointCalls("consumption") == 3)
             #expect(try await control.transactionView(book.transactionId)["consumptionAnswers"] as? Int == 0)
         }
@@ -179,11 +203,14 @@ extension SimulatorControl {
     func setNotificationURL(_ url: String?) async throws {
         let body = try JSONSerialization.data(withJSONObject: ["url": url.map { $0 as Any } ?? NSNull()])
         let response = try await client.execute(uri: "/sim/notification-url", method: .put, body: ByteBuffer(bytes: body))
-        guard response.status == .noContent else { throw ControlCallFailed(status: response.status.code, body: String(buffer: response.body)) }
+        guard response.status == .noContent else {
+            throw ControlCallFailed(status: response.status.code, body: String(buffer: response.body))
+        }
     }
 
     /// `POST /sim/notifications` with `fields`.
     func mintNotification(_ fields: [String: any Sendable]) async throws -> TestResponse {
-        try await client.execute(uri: "/sim/notifications", method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fields)))
+        try await client.execute(
+            uri: "/sim/notifications", method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fields)))
     }
 }

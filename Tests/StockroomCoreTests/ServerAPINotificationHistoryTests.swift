@@ -48,7 +48,8 @@ import Testing
             var bought: [String] = []
             for number in 0..<23 {
                 let type = number % 2 == 0 ? "Consumable" : "Non-Consumable"
-                bought.append(try await control.purchase(["productId": "com.example.stockroom.demo.item\(number)", "type": type]).transactionId)
+                bought.append(
+                    try await control.purchase(["productId": "com.example.stockroom.demo.item\(number)", "type": type]).transactionId)
             }
             _ = try await control.purchase(json: ["productId": "com.example.stockroom.demo.monthly", "expiresInSeconds": 3600])
             let request = try await control.mintNotification(
@@ -59,13 +60,17 @@ import Testing
             let notifications = try payloads.map(Self.payload)
             #expect(Set(notifications.compactMap { $0["notificationUUID"] as? String }).count == 24, "each once")
             let charges = notifications.filter { $0["notificationType"] as? String == "ONE_TIME_CHARGE" }
-            #expect(try Set(charges.map(Self.transactionID)) == Set(bought), "one ONE_TIME_CHARGE per one-time purchase, none for the subscription")
+            #expect(
+                try Set(charges.map(Self.transactionID)) == Set(bought),
+                "one ONE_TIME_CHARGE per one-time purchase, none for the subscription")
             let consumption = try #require(notifications.last)
             #expect(consumption["notificationType"] as? String == "CONSUMPTION_REQUEST")
             #expect((consumption["data"] as? [String: Any])?["consumptionRequestReason"] as? String == "UNINTENDED_PURCHASE")
-            let filtered = try await Self.everything(api, NotificationHistoryQuery(start: Date() - 3600, end: Date() + 60, notificationType: "CONSUMPTION_REQUEST"))
+            let filtered = try await Self.everything(
+                api, NotificationHistoryQuery(start: Date() - 3600, end: Date() + 60, notificationType: "CONSUMPTION_REQUEST"))
             #expect(filtered.payloads.count == 1)
-            let byTransaction = try await Self.everything(api, NotificationHistoryQuery(start: Date() - 3600, end: Date() + 60, transactionID: bought[0]))
+            let byTransaction = try await Self.everything(
+                api, NotificationHistoryQuery(start: Date() - 3600, end: Date() + 60, transactionID: bought[0]))
             #expect(try byTransaction.payloads.map { try Self.transactionID(of: try Self.payload($0)) } == [bought[0], bought[0]])
             #expect(try await control.endpointCalls("notificationHistory") == 2 + 1 + 1)
         }
@@ -96,7 +101,9 @@ import Testing
             let production = try await control.purchase()
             let sandbox = try await control.purchase(environment: "Sandbox")
             let inProduction = try await Self.everything(api).payloads.map { try Self.transactionID(of: try Self.payload($0)) }
-            let inSandbox = try await Self.everything(api, environment: .sandbox).payloads.map { try Self.transactionID(of: try Self.payload($0)) }
+            let inSandbox = try await Self.everything(api, environment: .sandbox).payloads.map {
+                try Self.transactionID(of: try Self.payload($0))
+            }
             #expect(inProduction == [production.transactionId])
             #expect(inSandbox == [sandbox.transactionId])
         }
@@ -109,11 +116,13 @@ import Testing
             #expect(await api.notificationHistory(old, paginationToken: nil, environment: .production).error?.code == 4_000_012)
             let backwards = NotificationHistoryQuery(start: Date(), end: Date() - 60)
             #expect(await api.notificationHistory(backwards, paginationToken: nil, environment: .production).error?.code == 4_000_013)
-            let both = NotificationHistoryQuery(start: Date() - 60, end: Date(), notificationType: "REFUND", transactionID: purchase.transactionId)
+            let both = NotificationHistoryQuery(
+                start: Date() - 60, end: Date(), notificationType: "REFUND", transactionID: purchase.transactionId)
             #expect(await api.notificationHistory(both, paginationToken: nil, environment: .production).error?.code == 4_000_019)
             let unknownType = NotificationHistoryQuery(start: Date() - 60, end: Date(), notificationType: "NOT_A_TYPE")
             #expect(await api.notificationHistory(unknownType, paginationToken: nil, environment: .production).error?.code == 4_000_018)
-            #expect(await api.notificationHistory(Self.lastHour, paginationToken: "forged", environment: .production).error?.code == 4_000_014)
+            #expect(
+                await api.notificationHistory(Self.lastHour, paginationToken: "forged", environment: .production).error?.code == 4_000_014)
             #expect(try await control.endpointCalls("notificationHistory") == 5, "a refusal is not retried")
         }
     }
@@ -145,7 +154,9 @@ import Testing
             #expect(page.signedPayloads.count == 1)
             #expect(try await control.endpointCalls("notificationHistory") == 3)
             try await control.fault(["kind": "http-status", "status": 503, "count": 4, "endpoint": "notificationHistory"])
-            guard case .failure(.unavailable(let reason, _)) = await api.notificationHistory(Self.lastHour, paginationToken: nil, environment: .production)
+            guard
+                case .failure(.unavailable(let reason, _)) = await api.notificationHistory(
+                    Self.lastHour, paginationToken: nil, environment: .production)
             else { Issue.record("four 503s were not unavailable"); return }
             #expect(reason.contains("4 attempt"))
         }

@@ -30,7 +30,8 @@ import Testing
 
     /// A raw call with the client's bearer token (or `token`).
     static func call(
-        _ control: SimulatorControl, _ api: AppStoreServerAPIClient, _ method: HTTPRequest.Method, _ uri: String, json: String? = nil, token: String? = nil
+        _ control: SimulatorControl, _ api: AppStoreServerAPIClient, _ method: HTTPRequest.Method, _ uri: String, json: String? = nil,
+        token: String? = nil
     ) async throws -> (status: Int, body: [String: Any], raw: String) {
         let bearer = try token ?? api.bearerToken()
         let response = try await control.client.execute(
@@ -47,7 +48,9 @@ import Testing
             let finish = try await Self.call(control, api, .post, "/inApps/v1/transactions/\(id)/finish")
             #expect(finish.status == 200 && finish.raw.isEmpty)
             #expect(try await Self.call(control, api, .post, "/inApps/v1/transactions/\(id)/finish", token: "x.y.z").status == 401)
-            #expect(try await Self.call(control, api, .post, "/sandbox/inApps/v1/transactions/\(id)/finish").body["errorCode"] as? Int == 4_040_010)
+            #expect(
+                try await Self.call(control, api, .post, "/sandbox/inApps/v1/transactions/\(id)/finish").body["errorCode"] as? Int
+                    == 4_040_010)
             #expect(try await Self.call(control, api, .post, "/inApps/v1/transactions/abc/finish").body["errorCode"] as? Int == 4_000_006)
             let path = "/inApps/v2/transactions/consumption/\(id)"
             let good = #"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":true,"consumptionPercentage":0}"#
@@ -60,10 +63,22 @@ import Testing
                 (#"{"customerConsented":true,"deliveryStatus":"LOST","sampleContentProvided":true}"#, 4_000_036),
                 (#"{"customerConsented":true,"deliveryStatus":"DELIVERED"}"#, 4_000_041),
                 (#"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":"yes"}"#, 4_000_041),
-                (#"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":true,"refundPreference":"MAYBE"}"#, 4_000_044),
-                (#"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":true,"consumptionPercentage":4.5}"#, 4_000_000),
-                (#"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":true,"consumptionPercentage":1e30}"#, 4_000_000),
-                (#"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":true,"consumptionPercentage":-1}"#, 4_000_000),
+                (
+                    #"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":true,"refundPreference":"MAYBE"}"#,
+                    4_000_044
+                ),
+                (
+                    #"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":true,"consumptionPercentage":4.5}"#,
+                    4_000_000
+                ),
+                (
+                    #"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":true,"consumptionPercentage":1e30}"#,
+                    4_000_000
+                ),
+                (
+                    #"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":true,"consumptionPercentage":-1}"#,
+                    4_000_000
+                ),
                 ("not json", nil),
             ]
             for (body, code) in refusals {
@@ -87,14 +102,16 @@ import Testing
                 #expect(await inbox.count == 1)
                 let now = Int64(Date().timeIntervalSince1970 * 1000)
                 let history = try await Self.call(
-                    control, api, .post, "/inApps/v1/notifications/history", json: #"{"startDate":\#(now - 60_000),"endDate":\#(now + 60_000)}"#)
+                    control, api, .post, "/inApps/v1/notifications/history",
+                    json: #"{"startDate":\#(now - 60_000),"endDate":\#(now + 60_000)}"#)
                 #expect(history.status == 200)
                 #expect(history.body["hasMore"] as? Bool == false)
                 #expect(history.body["paginationToken"] == nil)
                 let entries = try #require(history.body["notificationHistory"] as? [[String: Any]])
                 let results = entries.map { ($0["sendAttempts"] as? [[String: Any]])?.map { $0["sendAttemptResult"] as? String } }
                 #expect(results == [["SUCCESS"], ["SOCKET_ISSUE"]])
-                #expect(entries.allSatisfy { (($0["sendAttempts"] as? [[String: Any]])?.first?["attemptDate"] as? Int64 ?? 0) >= now - 60_000 })
+                #expect(
+                    entries.allSatisfy { (($0["sendAttempts"] as? [[String: Any]])?.first?["attemptDate"] as? Int64 ?? 0) >= now - 60_000 })
                 let missing = try await Self.call(control, api, .post, "/inApps/v1/notifications/history", json: #"{"endDate":\#(now)}"#)
                 #expect(missing.body["errorCode"] as? Int == 4_000_015)
                 #expect(try await Self.call(control, api, .post, "/inApps/v1/notifications/history", json: "{}", token: "x").status == 401)
@@ -112,13 +129,17 @@ import Testing
                 #expect(response.headers[.init("X-Notification-Status")!] == "200")
                 let purchase = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
                 let body = try #require(await inbox.bodies.first)
-                let signed = try #require((try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?["signedPayload"] as? String)
-                let notification = try AppStoreNotification.verify(signed, with: try await AppStoreServerAPIClientTests.verifier(control)).get()
+                let signed = try #require(
+                    (try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])?["signedPayload"] as? String)
+                let notification = try AppStoreNotification.verify(signed, with: try await AppStoreServerAPIClientTests.verifier(control))
+                    .get()
                 #expect(notification.notificationType == .oneTimeCharge)
                 #expect(notification.transaction?.transactionId == purchase?["transactionId"] as? String)
                 // A subscription's purchase raises no ONE_TIME_CHARGE; a restore neither.
                 _ = try await control.purchase(json: ["productId": "com.example.stockroom.demo.monthly", "expiresInSeconds": 3600])
-                _ = try await control.purchase(["productId": "com.example.stockroom.demo.book1", "originalTransactionId": purchase?["transactionId"] as? String ?? ""])
+                _ = try await control.purchase([
+                    "productId": "com.example.stockroom.demo.book1", "originalTransactionId": purchase?["transactionId"] as? String ?? "",
+                ])
                 #expect(await inbox.count == 1)
                 _ = api
             }
@@ -129,12 +150,15 @@ import Testing
         try await AppStoreServerAPIClientTests.withAPI { control, api in
             let purchase = try await control.purchase(["productId": "com.example.stockroom.demo.coins", "type": "Consumable"])
             let minted = try await control.mintNotification([
-                "type": "REFUND", "transactionId": purchase.transactionId, "revocationType": "REFUND_PRORATED", "revocationPercentage": 40_000,
+                "type": "REFUND", "transactionId": purchase.transactionId, "revocationType": "REFUND_PRORATED",
+                "revocationPercentage": 40_000,
             ])
             #expect(minted.status == .created)
-            let signed = try #require((try JSONSerialization.jsonObject(with: Data(buffer: minted.body)) as? [String: Any])?["signedPayload"] as? String)
+            let signed = try #require(
+                (try JSONSerialization.jsonObject(with: Data(buffer: minted.body)) as? [String: Any])?["signedPayload"] as? String)
             let info = try ServerAPINotificationHistoryTests.payload(
-                try #require((try ServerAPINotificationHistoryTests.payload(signed)["data"] as? [String: Any])?["signedTransactionInfo"] as? String))
+                try #require(
+                    (try ServerAPINotificationHistoryTests.payload(signed)["data"] as? [String: Any])?["signedTransactionInfo"] as? String))
             #expect(info["revocationType"] as? String == "REFUND_PRORATED")
             #expect(info["revocationPercentage"] as? Int == 40_000)
             #expect(info["revocationDate"] is Int64)
@@ -146,10 +170,14 @@ import Testing
             let family = try await control.purchase()
             #expect(try await control.mintNotification(["type": "REVOKE", "transactionId": family.transactionId]).status == .created)
             #expect(try await control.transactionView(family.transactionId)["revocationType"] as? String == "FAMILY_REVOKE")
-            #expect(try await control.mintNotification(["type": "REFUND_REVERSED", "transactionId": family.transactionId]).status == .created)
+            #expect(
+                try await control.mintNotification(["type": "REFUND_REVERSED", "transactionId": family.transactionId]).status == .created)
             #expect(try await control.transactionView(family.transactionId)["revoked"] as? Bool == false)
             for bad: [String: any Sendable] in [
-                ["type": "REFUND", "transactionId": family.transactionId, "revocationType": "REFUND_PRORATED", "revocationPercentage": 100_001],
+                [
+                    "type": "REFUND", "transactionId": family.transactionId, "revocationType": "REFUND_PRORATED",
+                    "revocationPercentage": 100_001,
+                ],
                 ["type": "REFUND", "transactionId": family.transactionId, "revocationPercentage": 5],
                 ["type": "REFUND_DECLINED", "transactionId": family.transactionId, "revocationType": "REFUND_FULL"],
                 ["type": "CONSUMPTION_REQUEST", "transactionId": family.transactionId, "consumptionRequestReason": "BORED"],
@@ -171,7 +199,9 @@ import Testing
         }
         #expect(page(#"{"notificationHistory":[],"hasMore":false}"#) == nil)
         #expect(page(#"{"notificationHistory":[],"hasMore":true}"#) != nil, "hasMore without a token")
-        #expect(page(#"{"notificationHistory":[],"hasMore":true,"paginationToken":"same"}"#, sent: "same") != nil, "a token that does not advance")
+        #expect(
+            page(#"{"notificationHistory":[],"hasMore":true,"paginationToken":"same"}"#, sent: "same") != nil,
+            "a token that does not advance")
         #expect(page(#"{"notificationHistory":[],"hasMore":true,"paginationToken":"\#(String(repeating: "t", count: 5000))"}"#) != nil)
         #expect(page(#"{"notificationHistory":"x","hasMore":false}"#) != nil)
         #expect(page(#"{"notificationHistory":[{"signedPayload":7}],"hasMore":false}"#) != nil)

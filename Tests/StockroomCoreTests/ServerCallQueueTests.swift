@@ -18,7 +18,8 @@ import Testing
             Issue.record("not entitled")
             return
         }
-        try await ledger.recordDelivery(id, report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100, now: Date())
+        try await ledger.recordDelivery(
+            id, report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100, now: Date())
         if acknowledge { _ = try await ledger.acknowledge(id, productID: "com.example.book", now: now) }
     }
 
@@ -71,7 +72,9 @@ import Testing
             let ledger = test.ledger
             let until = Self.now.addingTimeInterval(60)
             let leases = try await withThrowingTaskGroup(of: [Int64].self) { group in
-                for _ in 0..<6 { group.addTask { try await ledger.leaseServerCalls(limit: 5, until: until, now: Self.now).compactMap(\.id) } }
+                for _ in 0..<6 {
+                    group.addTask { try await ledger.leaseServerCalls(limit: 5, until: until, now: Self.now).compactMap(\.id) }
+                }
                 return try await group.reduce(into: [[Int64]]()) { $0.append($1) }
             }
             let taken = leases.flatMap { $0 }
@@ -79,15 +82,26 @@ import Testing
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aConsumptionAnswerIsQueuedOncePerTransactionAndOnlyWithConsent(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aConsumptionAnswerIsQueuedOncePerTransactionAndOnlyWithConsent(_ engine: LedgerEngine)
+        async throws
+    {
         try await TestLedger.with(engine) { test in
             try await Self.deliver(test.ledger, "yes", acknowledge: true, consent: true)
             try await Self.deliver(test.ledger, "no", acknowledge: true)
-            #expect(try await test.ledger.queueConsumptionAnswer("yes", environment: .production, requestedBy: "u1", now: Self.now) == .queued)
-            #expect(try await test.ledger.queueConsumptionAnswer("yes", environment: .production, requestedBy: "u2", now: Self.now) == .alreadyAnswered)
-            #expect(try await test.ledger.queueConsumptionAnswer("no", environment: .production, requestedBy: "u3", now: Self.now) == .skippedNoConsent)
-            #expect(try await test.ledger.queueConsumptionAnswer("no", environment: .production, requestedBy: "u4", now: Self.now) == .alreadyAnswered)
-            #expect(try await test.ledger.queueConsumptionAnswer("unknown", environment: .sandbox, requestedBy: "u5", now: Self.now) == .skippedNoConsent)
+            #expect(
+                try await test.ledger.queueConsumptionAnswer("yes", environment: .production, requestedBy: "u1", now: Self.now) == .queued)
+            #expect(
+                try await test.ledger.queueConsumptionAnswer("yes", environment: .production, requestedBy: "u2", now: Self.now)
+                    == .alreadyAnswered)
+            #expect(
+                try await test.ledger.queueConsumptionAnswer("no", environment: .production, requestedBy: "u3", now: Self.now)
+                    == .skippedNoConsent)
+            #expect(
+                try await test.ledger.queueConsumptionAnswer("no", environment: .production, requestedBy: "u4", now: Self.now)
+                    == .alreadyAnswered)
+            #expect(
+                try await test.ledger.queueConsumptionAnswer("unknown", environment: .sandbox, requestedBy: "u5", now: Self.now)
+                    == .skippedNoConsent)
             let calls = try await test.ledger.serverCalls(ServerCallListQuery(kind: .consumption))
             #expect(calls.count == 3)
             // Only the consented one is ever leased.

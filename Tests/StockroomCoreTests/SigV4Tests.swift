@@ -7,7 +7,8 @@ import Testing
 /// query-string: a presigned GET), all with AWS's example key on 24 May 2013.
 @Suite struct SigV4Tests {
     static let signer = SigV4(
-        credentials: .init(accessKeyID: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"), region: "us-east-1")
+        credentials: .init(accessKeyID: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+        region: "us-east-1")
     static let date = Date(timeIntervalSince1970: 1_369_353_600)  // 20130524T000000Z
     static let host = "examplebucket.s3.amazonaws.com"
 
@@ -34,7 +35,8 @@ import Testing
         #expect(body == "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072")
         let request = SigV4.Request(
             method: "PUT", path: SigV4.encodePath("test$file.text"),
-            headers: Self.headers([("Date", "Fri, 24 May 2013 00:00:00 GMT"), ("x-amz-storage-class", "REDUCED_REDUNDANCY")], payloadHash: body),
+            headers: Self.headers(
+                [("Date", "Fri, 24 May 2013 00:00:00 GMT"), ("x-amz-storage-class", "REDUCED_REDUNDANCY")], payloadHash: body),
             payloadHash: body)
         #expect(request.path == "/test%24file.text")
         let authorization = Self.signer.authorization(request, date: Self.date)
@@ -46,19 +48,25 @@ import Testing
         let request = SigV4.Request(
             method: "GET", path: "/", query: [("lifecycle", "")], headers: Self.headers([], payloadHash: SigV4.emptyPayloadHash),
             payloadHash: SigV4.emptyPayloadHash)
-        #expect(Self.signature(Self.signer.authorization(request, date: Self.date)) == "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543")
+        #expect(
+            Self.signature(Self.signer.authorization(request, date: Self.date))
+                == "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543")
     }
 
     @Test func queryParametersAreSortedAndEncoded() {
         let request = SigV4.Request(
-            method: "GET", path: "/", query: [("prefix", "J"), ("max-keys", "2")], headers: Self.headers([], payloadHash: SigV4.emptyPayloadHash),
+            method: "GET", path: "/", query: [("prefix", "J"), ("max-keys", "2")],
+            headers: Self.headers([], payloadHash: SigV4.emptyPayloadHash),
             payloadHash: SigV4.emptyPayloadHash)
-        #expect(Self.signature(Self.signer.authorization(request, date: Self.date)) == "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7")
+        #expect(
+            Self.signature(Self.signer.authorization(request, date: Self.date))
+                == "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7")
     }
 
     @Test func aPresignedGetIsAWSsExampleToTheLetter() throws {
         let url = try #require(
-            Self.signer.presignedURL(method: "GET", base: URL(string: "https://\(Self.host)")!, path: "/test.txt", expires: .seconds(86_400), date: Self.date))
+            Self.signer.presignedURL(
+                method: "GET", base: URL(string: "https://\(Self.host)")!, path: "/test.txt", expires: .seconds(86_400), date: Self.date))
         #expect(
             url.absoluteString
                 == "https://examplebucket.s3.amazonaws.com/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404"
@@ -70,12 +78,15 @@ import Testing
         signer.credentials.sessionToken = "token/with+chars="
         let base = URL(string: "http://127.0.0.1:8333")!
         for (asked, given) in [(Duration.seconds(0), "1"), (.seconds(-5), "1"), (.seconds(300), "300"), (.seconds(10_000_000), "604800")] {
-            let url = try #require(signer.presignedURL(method: "GET", base: base, path: SigV4.encodePath("levels/a b/ü.pak"), expires: asked, date: Self.date))
+            let url = try #require(
+                signer.presignedURL(method: "GET", base: base, path: SigV4.encodePath("levels/a b/ü.pak"), expires: asked, date: Self.date))
             #expect(url.absoluteString.hasPrefix("http://127.0.0.1:8333/levels/a%20b/%C3%BC.pak?"))
             #expect(url.absoluteString.contains("&X-Amz-Expires=\(given)&"))
             #expect(url.absoluteString.contains("X-Amz-Security-Token=token%2Fwith%2Bchars%3D"))
         }
-        #expect(signer.presignedURL(method: "GET", base: URL(string: "ftp://example.com")!, path: "/x", expires: .seconds(60), date: Self.date) == nil)
+        #expect(
+            signer.presignedURL(method: "GET", base: URL(string: "ftp://example.com")!, path: "/x", expires: .seconds(60), date: Self.date)
+                == nil)
     }
 
     @Test func theSecretIsNeverPrinted() {

@@ -35,7 +35,8 @@ import Testing
         leafValidity: ClosedRange<Date> = (now - year)...(now + year)
     ) throws -> (key: ECPrivateKey, x5c: [Certificate], root: Certificate) {
         let rootKey = try ECPrivateKey(), intermediateKey = try ECPrivateKey(), leafKey = try ECPrivateKey()
-        let root = try Certificate.issue(commonName: "Root", subjectKey: rootKey, issuer: nil, isAuthority: true, notBefore: now - 5 * year, notAfter: now + 5 * year)
+        let root = try Certificate.issue(
+            commonName: "Root", subjectKey: rootKey, issuer: nil, isAuthority: true, notBefore: now - 5 * year, notAfter: now + 5 * year)
         let intermediate = try Certificate.issue(
             commonName: "Intermediate", subjectKey: intermediateKey, issuer: (root, rootKey), isAuthority: true,
             notBefore: now - 5 * year, notAfter: now + 5 * year, markerOIDs: intermediateOIDs)
@@ -46,7 +47,8 @@ import Testing
     }
 
     @Test func aTransactionSignedByTheChainVerifiesAndDecodes() throws {
-        let jws = try Self.chain.sign(payload: Self.payload(["appAccountToken": "8F2E6A4C-0000-4000-8000-000000000001", "revocationDate": 1_790_000_100_000.25]))
+        let jws = try Self.chain.sign(
+            payload: Self.payload(["appAccountToken": "8F2E6A4C-0000-4000-8000-000000000001", "revocationDate": 1_790_000_100_000.25]))
         let transaction = try Self.verifier().verify(jws).get()
         #expect(transaction.transactionId == "2000000000000001")
         #expect(transaction.productId == "com.example.stockroom.demo.book1")
@@ -68,14 +70,17 @@ import Testing
         #expect(Self.failure(jws1, Self.verifier(root: noLeafOID.root)) == .missingOID("the leaf lacks \(JWSVerifier.leafOID)"))
         let noIntermediateOID = try Self.craftedChain(intermediateOIDs: [])
         let jws2 = try SigningChain.jws(payload: Self.payload(), key: noIntermediateOID.key, x5c: noIntermediateOID.x5c)
-        #expect(Self.failure(jws2, Self.verifier(root: noIntermediateOID.root)) == .missingOID("the intermediate lacks \(JWSVerifier.intermediateOID)"))
+        #expect(
+            Self.failure(jws2, Self.verifier(root: noIntermediateOID.root))
+                == .missingOID("the intermediate lacks \(JWSVerifier.intermediateOID)"))
     }
 
     @Test func validityIsJudgedAtTheSignedDate() throws {
         let expired = try Self.craftedChain(leafValidity: (Self.now - 3 * Self.year)...(Self.now - 2 * Self.year))
         let signedNow = try SigningChain.jws(payload: Self.payload(), key: expired.key, x5c: expired.x5c)
         #expect(Self.failure(signedNow, Self.verifier(root: expired.root)) == .badChain("certificate has expired"))
-        let signedThen = try SigningChain.jws(payload: Self.payload(signedDate: Self.now - 2.5 * Self.year), key: expired.key, x5c: expired.x5c)
+        let signedThen = try SigningChain.jws(
+            payload: Self.payload(signedDate: Self.now - 2.5 * Self.year), key: expired.key, x5c: expired.x5c)
         #expect(Self.failure(signedThen, Self.verifier(root: expired.root)) == nil, "genuine when it was signed")
     }
 
@@ -94,7 +99,9 @@ import Testing
             guard case .malformed(let detail) = Self.failure(jws) else { Issue.record("\(alg) accepted"); continue }
             #expect(detail.hasPrefix("alg must be ES256"))
         }
-        let unsigned = try SigningChain.jws(payload: Self.payload(), key: key, x5c: chain, alg: "none").split(separator: ".").prefix(2).joined(separator: ".") + "."
+        let unsigned =
+            try SigningChain.jws(payload: Self.payload(), key: key, x5c: chain, alg: "none").split(separator: ".").prefix(2).joined(
+                separator: ".") + "."
         guard case .malformed = Self.failure(unsigned) else { Issue.record("an unsigned JWS was accepted"); return }
     }
 
@@ -106,7 +113,9 @@ import Testing
     }
 
     @Test func bundleAndEnvironmentAreChecked() throws {
-        #expect(Self.failure(try Self.chain.sign(payload: Self.payload(["bundleId": "com.example.other"]))) == .wrongBundle(expected: Self.bundle, actual: "com.example.other"))
+        #expect(
+            Self.failure(try Self.chain.sign(payload: Self.payload(["bundleId": "com.example.other"])))
+                == .wrongBundle(expected: Self.bundle, actual: "com.example.other"))
         let sandbox = try Self.chain.sign(payload: Self.payload(["environment": "Sandbox"]))
         #expect(Self.failure(sandbox) == .wrongEnvironment(expected: .production, actual: "Sandbox"))
         #expect(Self.failure(sandbox, Self.verifier(environment: nil)) == nil)

@@ -29,7 +29,8 @@ import Testing
 
     static func outer(_ info: String, extra: String = "\t\"environment\" = \"Sandbox\";\n") -> String {
         let encoded = ByteEncoding.base64(Array(info.utf8))
-        return "{\n\t\"signature\" = \"AoL5bAQx\";\n\t\"purchase-info\" = \"\(encoded)\";\n\(extra)\t\"pod\" = \"100\";\n\t\"signing-status\" = \"0\";\n}"
+        return
+            "{\n\t\"signature\" = \"AoL5bAQx\";\n\t\"purchase-info\" = \"\(encoded)\";\n\(extra)\t\"pod\" = \"100\";\n\t\"signing-status\" = \"0\";\n}"
     }
 
     @Test func applesLayoutIsReadWithoutTrustingIt() throws {
@@ -51,11 +52,13 @@ import Testing
         #expect(proof.kind == .transactionReceipt)
         #expect(proof.claimedBundleID == "com.example.stockroom.demo")
         #expect(proof.claimedEnvironment == .sandbox)
-        #expect(proof.claims == [
-            ClaimedPurchase(
-                transactionID: "1000000046178817", originalTransactionID: "1000000046178817", productID: "com.example.stockroom.demo.book1",
-                purchaseDate: Date(timeIntervalSince1970: 1_335_798_355.868))
-        ])
+        #expect(
+            proof.claims == [
+                ClaimedPurchase(
+                    transactionID: "1000000046178817", originalTransactionID: "1000000046178817",
+                    productID: "com.example.stockroom.demo.book1",
+                    purchaseDate: Date(timeIntervalSince1970: 1_335_798_355.868))
+            ])
     }
 
     @Test func aMinimalReceiptWithOnlyATransactionIDIsRead() throws {
@@ -70,7 +73,8 @@ import Testing
     }
 
     @Test func escapesCommentsBareWordsAndNestingAreUnderstood() throws {
-        let info = #"{ /* a comment */ "transaction-id" = 1000000000000009; "product-id" = "a.\"b\"\\c\U00e9\101"; nested = { list = (x, "y", ); }; }"#
+        let info =
+            #"{ /* a comment */ "transaction-id" = 1000000000000009; "product-id" = "a.\"b\"\\c\U00e9\101"; nested = { list = (x, "y", ); }; }"#
         let receipt = try #require(TransactionReceipt.parse(Array(Self.outer(info, extra: "").utf8)))
         #expect(receipt.purchase.transactionID == "1000000000000009")
         #expect(receipt.purchase.productID == "a.\"b\"\\cé" + "A")
@@ -108,7 +112,9 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         var read = 0
         for round in 0..<20_000 {
-            var bytes = round % 2 == 0 ? valid : (0..<Int.random(in: 0...200, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+            var bytes =
+                round % 2 == 0
+                ? valid : (0..<Int.random(in: 0...200, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
             for _ in 0..<Int.random(in: 0...4, using: &generator) where !bytes.isEmpty {
                 let index = Int.random(in: 0..<bytes.count, using: &generator)
                 switch Int.random(in: 0..<3, using: &generator) {

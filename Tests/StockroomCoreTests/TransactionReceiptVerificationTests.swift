@@ -9,7 +9,9 @@ import Testing
 @Suite struct TransactionReceiptVerificationTests {
     static let book = VerifyReceiptClientTests.book
 
-    static func request(_ purchase: SimulatorControl.Purchase, product: String? = book, transaction: String? = nil) throws -> VerificationRequest {
+    static func request(_ purchase: SimulatorControl.Purchase, product: String? = book, transaction: String? = nil) throws
+        -> VerificationRequest
+    {
         VerificationRequest(receiptData: try #require(purchase.transactionReceipt), productID: product, transactionID: transaction)
     }
 
@@ -20,7 +22,8 @@ import Testing
             let proof = try #require(ReceiptProof.parse(transactionReceipt))
             #expect(proof.kind == .transactionReceipt)
             #expect(proof.claims.map(\.transactionID) == [purchase.transactionId])
-            let verdict = await verifier.verify(proof, productID: Self.book, transactionID: purchase.transactionId, freshness: .upstreamOnly)
+            let verdict = await verifier.verify(
+                proof, productID: Self.book, transactionID: purchase.transactionId, freshness: .upstreamOnly)
             guard case .valid(let receipt) = verdict else { Issue.record("\(verdict)"); return }
             #expect(receipt.environment == .production)
             #expect(receipt.bundleID == VerifyReceiptClientTests.bundleID)
@@ -97,7 +100,8 @@ import Testing
     @Test func garbageInTheSameFormatIsRefusedWithNoUpstreamCall() async throws {
         try await VerifyReceiptClientTests.withSimulator { control, verifier in
             for text in ["{ \"purchase-info\" = \"AAAA\"; }", "{ \"signature\" = \"x\"; \"pod\" = \"100\"; }", "{ \"purchase-info\" = \""] {
-                let verdict = await verifier.verify(VerificationRequest(receiptData: ByteEncoding.base64(Array(text.utf8))), freshness: .upstreamOnly)
+                let verdict = await verifier.verify(
+                    VerificationRequest(receiptData: ByteEncoding.base64(Array(text.utf8))), freshness: .upstreamOnly)
                 #expect(verdict == .invalid(.malformedReceipt))
             }
             let calls = try await control.calls().total
@@ -109,7 +113,9 @@ import Testing
         try await VerifyReceiptClientTests.withSimulator(cacheInterval: .seconds(60)) { control, verifier in
             let purchase = try await control.transactionPurchase()
             for _ in 0..<3 {
-                guard case .valid = await verifier.verify(try Self.request(purchase), freshness: .cachedAllowed) else { Issue.record("not valid"); return }
+                guard case .valid = await verifier.verify(try Self.request(purchase), freshness: .cachedAllowed) else {
+                    Issue.record("not valid"); return
+                }
             }
             let calls = try await control.calls().total
             #expect(calls == 1)
@@ -120,7 +126,9 @@ import Testing
         try await VerifyReceiptClientTests.withSimulator { control, verifier in
             let purchase = try await control.transactionPurchase()
             try await control.fault(["kind": "http-status", "status": 503, "count": 2])
-            guard case .valid = await verifier.verify(try Self.request(purchase), freshness: .upstreamOnly) else { Issue.record("not valid"); return }
+            guard case .valid = await verifier.verify(try Self.request(purchase), freshness: .upstreamOnly) else {
+                Issue.record("not valid"); return
+            }
             let calls = try await control.calls().total
             #expect(calls == 3)
         }

@@ -11,9 +11,11 @@ import Testing
     static let chain = try! SigningChain()
     static let year: TimeInterval = 365 * 24 * 3600
 
-    static func jws(on chain: SigningChain = chain, signedAt date: Date = Date(), transaction: String = "2000000000000001") throws -> String {
+    static func jws(on chain: SigningChain = chain, signedAt date: Date = Date(), transaction: String = "2000000000000001") throws -> String
+    {
         let milliseconds = Int64(date.timeIntervalSince1970 * 1000)
-        let payload = #"{"transactionId":"\#(transaction)","originalTransactionId":"\#(transaction)","productId":"com.example.book","bundleId":"com.example.stockroom.demo","purchaseDate":\#(milliseconds),"environment":"Production","signedDate":\#(milliseconds)}"#
+        let payload =
+            #"{"transactionId":"\#(transaction)","originalTransactionId":"\#(transaction)","productId":"com.example.book","bundleId":"com.example.stockroom.demo","purchaseDate":\#(milliseconds),"environment":"Production","signedDate":\#(milliseconds)}"#
         return try chain.sign(payload: Array(payload.utf8))
     }
 
@@ -34,7 +36,8 @@ import Testing
 
         // The same chain, a payload changed after signing: the cached key refuses it.
         let parts = try Self.jws(transaction: "3").split(separator: ".").map(String.init)
-        let forged = #"{"transactionId":"4","productId":"com.example.book","bundleId":"com.example.stockroom.demo","signedDate":\#(Int64(Date().timeIntervalSince1970 * 1000))}"#
+        let forged =
+            #"{"transactionId":"4","productId":"com.example.book","bundleId":"com.example.stockroom.demo","signedDate":\#(Int64(Date().timeIntervalSince1970 * 1000))}"#
         let tampered = [parts[0], ByteEncoding.base64URL(Array(forged.utf8)), parts[2]].joined(separator: ".")
         #expect(verifier.verify(tampered) == .failure(.badSignature))
         #expect(cache.statistics.hits == 2, "the hit still checked the signature")
@@ -115,11 +118,15 @@ import Testing
         let key = try ECPrivateKey()
         let now = Date(timeIntervalSince1970: floor(Date().timeIntervalSince1970))
         let edges = [now - Self.year, now + 100, now + 30 * Self.year, now - 3 * Self.year, now + 40 * Self.year]
-        let root = try Certificate.issue(commonName: "Root", subjectKey: key, issuer: nil, isAuthority: true, notBefore: edges[3], notAfter: edges[4])
+        let root = try Certificate.issue(
+            commonName: "Root", subjectKey: key, issuer: nil, isAuthority: true, notBefore: edges[3], notAfter: edges[4])
         let middle = try Certificate.issue(
             commonName: "Intermediate", subjectKey: key, issuer: (root, key), isAuthority: true, notBefore: edges[0], notAfter: edges[2])
-        let leaf = try Certificate.issue(commonName: "Leaf", subjectKey: key, issuer: (middle, key), isAuthority: false, notBefore: edges[0], notAfter: edges[1])
-        for certificates in [[leaf, middle, root], [middle, root], [root], [try AppleRootCertificates.incRoot(), try AppleRootCertificates.rootCAG3()]] {
+        let leaf = try Certificate.issue(
+            commonName: "Leaf", subjectKey: key, issuer: (middle, key), isAuthority: false, notBefore: edges[0], notAfter: edges[1])
+        for certificates in [
+            [leaf, middle, root], [middle, root], [root], [try AppleRootCertificates.incRoot(), try AppleRootCertificates.rootCAG3()],
+        ] {
             let chain = VerifiedChainCache.Chain(certificates: certificates, key: key.publicKey)
             let moments = certificates.flatMap { certificate -> [Date] in
                 guard let validity = certificate.validity else { return [] }

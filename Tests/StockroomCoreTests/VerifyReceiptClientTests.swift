@@ -85,7 +85,8 @@ import Testing
 
     @Test func bytesThatAreNoReceiptAreRefusedWithoutAnUpstreamCall() async throws {
         try await Self.withSimulator { control, verifier in
-            let verdict = await verifier.verify(VerificationRequest(receiptData: ByteEncoding.base64(Array("not a receipt".utf8))), freshness: .upstreamOnly)
+            let verdict = await verifier.verify(
+                VerificationRequest(receiptData: ByteEncoding.base64(Array("not a receipt".utf8))), freshness: .upstreamOnly)
             #expect(verdict == .invalid(.malformedReceipt))
             let calls = try await control.calls()
             #expect(calls.total == 0)
@@ -117,12 +118,13 @@ import Testing
     }
 
     /// Each transient fault, queued twice, costs two extra calls and ends valid.
-    @Test(arguments: [
-        ["kind": "http-status", "status": 503], ["kind": "http-status", "status": 500], ["kind": "malformed"],
-        ["kind": "drop"], ["kind": "status", "status": 21005], ["kind": "status", "status": 21009],
-        ["kind": "status", "status": 21150, "retryable": true],
-        ["kind": "status", "status": 21199, "retryable": true, "retryableField": "is_retryable"],
-    ] as [[String: any Sendable]])
+    @Test(
+        arguments: [
+            ["kind": "http-status", "status": 503], ["kind": "http-status", "status": 500], ["kind": "malformed"],
+            ["kind": "drop"], ["kind": "status", "status": 21005], ["kind": "status", "status": 21009],
+            ["kind": "status", "status": 21150, "retryable": true],
+            ["kind": "status", "status": 21199, "retryable": true, "retryableField": "is_retryable"],
+        ] as [[String: any Sendable]])
     func transientFaultsAreRetried(fault: [String: any Sendable]) async throws {
         try await Self.withSimulator { control, verifier in
             let purchase = try await control.purchase()
@@ -162,7 +164,8 @@ import Testing
     }
 
     @Test func aSlowUpstreamIsGivenUpWithinTheBudget() async throws {
-        let policy = RetryPolicy(maximumAttempts: 10, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .milliseconds(800))
+        let policy = RetryPolicy(
+            maximumAttempts: 10, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .milliseconds(800))
         try await Self.withSimulator(policy: policy) { control, verifier in
             let purchase = try await control.purchase()
             try await control.fault(["kind": "delay", "delayMs": 5000, "count": 10])
@@ -193,11 +196,14 @@ import Testing
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         try withUnsafeMutablePointer(to: &address) { pointer in
             try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                guard bind(dead, socketAddress, length) == 0, getsockname(dead, socketAddress, &length) == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+                guard bind(dead, socketAddress, length) == 0, getsockname(dead, socketAddress, &length) == 0 else {
+                    throw POSIXError(.EADDRNOTAVAIL)
+                }
             }
         }
         let port = Int(UInt16(bigEndian: address.sin_port))
-        let policy = RetryPolicy(maximumAttempts: 50, initialBackoff: .milliseconds(50), maximumBackoff: .milliseconds(500), totalBudget: .seconds(1))
+        let policy = RetryPolicy(
+            maximumAttempts: 50, initialBackoff: .milliseconds(50), maximumBackoff: .milliseconds(500), totalBudget: .seconds(1))
         let verifier = AppStoreReceiptVerifier(
             client: VerifyReceiptClient(transport: CurlHTTPClient(), endpoints: .base("http://127.0.0.1:\(port)"), policy: policy),
             bundleID: Self.bundleID)
@@ -274,10 +280,15 @@ import Testing
             let other = try await control.purchase(["productId": Self.book, "bundleId": "com.example.other"])
             let cases: [(VerificationRequest, RejectionReason)] = [
                 (Self.request(other), .bundleMismatch(expected: Self.bundleID, actual: "com.example.other")),
-                (Self.request(purchase, product: "com.example.stockroom.demo.level2"), .productNotInReceipt("com.example.stockroom.demo.level2")),
+                (
+                    Self.request(purchase, product: "com.example.stockroom.demo.level2"),
+                    .productNotInReceipt("com.example.stockroom.demo.level2")
+                ),
                 (Self.request(purchase, transaction: "1"), .transactionNotInReceipt("1")),
-                (Self.request(purchase, product: "com.example.stockroom.demo.level2", transaction: purchase.transactionId),
-                 .productMismatch(transactionID: purchase.transactionId, productID: "com.example.stockroom.demo.level2")),
+                (
+                    Self.request(purchase, product: "com.example.stockroom.demo.level2", transaction: purchase.transactionId),
+                    .productMismatch(transactionID: purchase.transactionId, productID: "com.example.stockroom.demo.level2")
+                ),
             ]
             for (request, reason) in cases {
                 #expect(await verifier.verify(request, freshness: .upstreamOnly) == .invalid(reason))
@@ -310,7 +321,9 @@ import Testing
 
     @Test func anEmptyInAppIsItsOwnReason() {
         let receipt = VerifyReceiptAnswer(environment: .production, bundleID: "a.b", inApp: [], latestReceiptInfo: [])
-        #expect(AppStoreReceiptVerifier.check(receipt, VerificationRequest(receiptData: "x", productID: "p.q"), bundleID: "a.b") == .invalid(.emptyReceipt))
+        #expect(
+            AppStoreReceiptVerifier.check(receipt, VerificationRequest(receiptData: "x", productID: "p.q"), bundleID: "a.b")
+                == .invalid(.emptyReceipt))
     }
 
     @Test func rejectionCodesAreStable() {

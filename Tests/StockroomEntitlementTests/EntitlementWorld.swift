@@ -31,7 +31,8 @@ final class EntitlementWorld {
         self.ledger = ledger
         let client = VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: .base(control.baseURL),
-            policy: RetryPolicy(maximumAttempts: 2, initialBackoff: .milliseconds(1), maximumBackoff: .milliseconds(2), totalBudget: .seconds(2)))
+            policy: RetryPolicy(
+                maximumAttempts: 2, initialBackoff: .milliseconds(1), maximumBackoff: .milliseconds(2), totalBudget: .seconds(2)))
         entitlements = Entitlements(
             ledger: ledger, receipts: AppStoreReceiptVerifier(client: client, bundleID: "com.example.stockroom.demo", cacheInterval: .zero),
             signedTransactions: SignedTransactionVerifier(root: root, bundleID: "com.example.stockroom.demo", environment: nil),
@@ -108,7 +109,8 @@ final class EntitlementWorld {
             proof = .receipt(purchase.receiptData)
             transactionID = nil
         }
-        let request = ClaimRequest(productID: product, transactionID: transactionID, proof: proof, appAccountToken: account, client: "127.0.0.1")
+        let request = ClaimRequest(
+            productID: product, transactionID: transactionID, proof: proof, appAccountToken: account, client: "127.0.0.1")
         guard case .entitled(let row, _) = try await entitlements.claim(request) else { return }
         // No unverified proof ever authorises bytes, and only for what it bought.
         let digest: String
@@ -125,7 +127,8 @@ final class EntitlementWorld {
     private func notification(_ type: String, _ sale: Sale) async throws -> String {
         let response = try await control.client.execute(
             uri: "/sim/notifications", method: .post,
-            body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["type": type, "transactionId": sale.purchase.transactionId])))
+            body: ByteBuffer(
+                bytes: try JSONSerialization.data(withJSONObject: ["type": type, "transactionId": sale.purchase.transactionId])))
         let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
         return try #require(object?["signedPayload"] as? String)
     }
@@ -137,7 +140,9 @@ final class EntitlementWorld {
     /// The product rule and the revocation rule over every row.
     private func checkRules(before: [String: FulfilmentState], liftsAllowed: Bool, step: Int) async throws {
         for row in try await ledger.list(FulfilmentListQuery(limit: 100_000)) {
-            #expect(truth[row.transactionID] == row.productID, "row \(row.transactionID) records another product than Apple sold (step \(step))")
+            #expect(
+                truth[row.transactionID] == row.productID, "row \(row.transactionID) records another product than Apple sold (step \(step))"
+            )
             if before[row.transactionID] == .revoked, row.state != .revoked {
                 #expect(liftsAllowed, "\(row.transactionID) came back from revoked without reinstate or REFUND_REVERSED (step \(step))")
             }

@@ -32,20 +32,27 @@ struct AckGate {
         let forward: @Sendable (Request, BasicRequestContext) async throws -> Response = { request, _ in
             let path = request.uri.path
             log.lines.withLock { $0.append(path.hasSuffix("/ack") ? path : "\(request.method.rawValue) \(path)") }
-            if path.hasSuffix("/ack"), refused.withLock({ count in
-                defer { count += 1 }
-                return count < refusals
-            }) {
+            if path.hasSuffix("/ack"),
+                refused.withLock({ count in
+                    defer { count += 1 }
+                    return count < refusals
+                })
+            {
                 return Response(
                     status: .conflict, headers: [.contentType: "application/json"],
-                    body: .init(byteBuffer: ByteBuffer(string: #"{"error": {"code": "not_delivered", "message": "The delivery is not recorded yet."}}"#)))
+                    body: .init(
+                        byteBuffer: ByteBuffer(
+                            string: #"{"error": {"code": "not_delivered", "message": "The delivery is not recorded yet."}}"#)))
             }
             let bytes = try await request.body.collect(upTo: 1 << 20)
             let skipped: Set<String> = ["host", "connection", "content-length", "expect", "transfer-encoding", "accept-encoding"]
-            let headers = request.headers.filter { !skipped.contains($0.name.canonicalName) }.map { (name: $0.name.rawName, value: $0.value) }
+            let headers = request.headers.filter { !skipped.contains($0.name.canonicalName) }.map {
+                (name: $0.name.rawName, value: $0.value)
+            }
             let answer = try await client.send(
                 UpstreamRequest(
-                    method: UpstreamRequest.Method(rawValue: request.method.rawValue) ?? .get, url: server.absoluteString + request.uri.description,
+                    method: UpstreamRequest.Method(rawValue: request.method.rawValue) ?? .get,
+                    url: server.absoluteString + request.uri.description,
                     headers: headers, body: bytes.readableBytes > 0 || request.method == .post ? Array(buffer: bytes) : nil))
             var fields = HTTPFields()
             for (name, value) in answer.headers where !["connection", "content-length", "transfer-encoding"].contains(name) {

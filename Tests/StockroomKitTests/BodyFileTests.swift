@@ -93,7 +93,9 @@ import Testing
             let ended = await within(.seconds(20)) {
                 try? await Self.offThePool {
                     do {
-                        for _ in 0..<(4 * BodyFile.bufferCount * 4096 / piece.count + 2) { try piece.withUnsafeBytes { try file.append($0) } }
+                        for _ in 0..<(4 * BodyFile.bufferCount * 4096 / piece.count + 2) {
+                            try piece.withUnsafeBytes { try file.append($0) }
+                        }
                     } catch {}
                     for _ in 0..<(1 + round % 2) { _ = try? file.end() }
                 }

@@ -50,7 +50,11 @@ import Testing
             }
             #expect(await delivery.deliver(purchase).code == "delivered")
             let steps = await seen.value
-            #expect(steps.last == DeliveryProgress(transactionID: purchase.transactionID, bytes: Int64(KitFixture.bigBytes.count), total: Int64(KitFixture.bigBytes.count)))
+            #expect(
+                steps.last
+                    == DeliveryProgress(
+                        transactionID: purchase.transactionID, bytes: Int64(KitFixture.bigBytes.count),
+                        total: Int64(KitFixture.bigBytes.count)))
             #expect(steps.map(\.bytes) == steps.map(\.bytes).sorted(), "bytes only grow")
         }
     }
@@ -61,7 +65,9 @@ import Testing
             var purchases: [Purchase] = []
             for _ in 0..<3 { purchases.append(try await fixture.control.purchase(KitFixture.big).withSignedTransaction()) }
             let events = EventLog()
-            let delivery = try fixture.delivery(events: events) { $0.destination = { product, transaction in URL(fileURLWithPath: fixture.folder.path + "/files/\(transaction)-\(product)") } }
+            let delivery = try fixture.delivery(events: events) {
+                $0.destination = { product, transaction in URL(fileURLWithPath: fixture.folder.path + "/files/\(transaction)-\(product)") }
+            }
             let outcomes = await withTaskGroup(of: DeliveryOutcome.self) { group in
                 for purchase in purchases {
                     group.addTask { await delivery.deliver(purchase) }

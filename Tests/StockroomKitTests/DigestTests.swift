@@ -25,17 +25,22 @@ import Testing
         let vectors: [(String, String)] = [
             ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
             ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-            ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+            (
+                "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+                "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+            ),
         ]
         let million = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
         for libcrypto in [true, false] {
             for (text, expected) in vectors {
                 for pieces in [[1], [3, 7], [64], [1000]] {
-                    #expect(Self.digest(Array(text.utf8), pieces: pieces, libcrypto: libcrypto) == expected, "\(text) in pieces of \(pieces)")
+                    #expect(
+                        Self.digest(Array(text.utf8), pieces: pieces, libcrypto: libcrypto) == expected, "\(text) in pieces of \(pieces)")
                 }
             }
             #expect(
-                Self.digest(million, pieces: [4096, 63, 65, 1], libcrypto: libcrypto) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+                Self.digest(million, pieces: [4096, 63, 65, 1], libcrypto: libcrypto)
+                    == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
         }
     }
 
@@ -59,7 +64,9 @@ import Testing
         let finished = kept
         #expect(Self.hex(finished.finalize()) == Self.digest(Array("ab".utf8), pieces: [2], libcrypto: false))
         kept.update(Data("c".utf8))
-        #expect(Self.hex(kept.finalize()) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "hashing goes on after a copy was finalized")
+        #expect(
+            Self.hex(kept.finalize()) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            "hashing goes on after a copy was finalized")
     }
 
     @Test func aFileIsHashedAsItsBytesAre() throws {
@@ -83,7 +90,8 @@ import Testing
         #expect(permissions == 0o700, "entries hold replayable proofs")
         var entry = JournalEntry(
             transactionID: "2000000000000001", originalTransactionID: nil, productID: "com.example.book",
-            renewal: .download(.appReceipt(Data([1, 2, 3]))), appAccountToken: UUID(), consent: true, destination: folder.path + "/files/book")
+            renewal: .download(.appReceipt(Data([1, 2, 3]))), appAccountToken: UUID(), consent: true,
+            destination: folder.path + "/files/book")
         entry.token = "v1.token"
         entry.stage = .placed
         try journal.write(entry)

@@ -5,7 +5,7 @@ import Testing
 @testable import StockroomKit
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// What a review of the hostile-server hardening found still got through, one test each: a
@@ -20,7 +20,8 @@ import FoundationNetworking
         var hasher = SHA256Digest()
         hasher.update(Data(body))
         let digest = Data(hasher.finalize()).base64EncodedString()
-        let head = "HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nETag: \(etag)\r\nRepr-Digest: sha-256=:\(digest):\r\n"
+        let head =
+            "HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nETag: \(etag)\r\nRepr-Digest: sha-256=:\(digest):\r\n"
             + "X-Download-Token: token-\(location.count)\r\nLocation: \(location)\r\n\r\n"
         return [.send(head), .raw(body)]
     }
@@ -113,7 +114,8 @@ import FoundationNetworking
         let server = try ScriptedHTTPServer { _ in H.download() }
         defer { server.stop() }
         for files in [folder, folder + "/", scene.root.path + "/app/alias", folder + "/../data"] {
-            let configuration = Delivery.Configuration(server: server.url, journalFolder: URL(fileURLWithPath: folder), folder: URL(fileURLWithPath: files))
+            let configuration = Delivery.Configuration(
+                server: server.url, journalFolder: URL(fileURLWithPath: folder), folder: URL(fileURLWithPath: files))
             #expect(throws: Delivery.ConfigurationError.self, "\(files)") { try Delivery(configuration: configuration) }
         }
         #expect(server.requests.isEmpty)
@@ -130,7 +132,9 @@ import FoundationNetworking
         entry.failures = .max
         entry.digestFailures = .max
         try journal.write(entry)
-        let server = try ScriptedHTTPServer { _ in H.answer("503 Service Unavailable", #"{"error": {"code": "upstream_unavailable", "message": "later"}}"#) }
+        let server = try ScriptedHTTPServer { _ in
+            H.answer("503 Service Unavailable", #"{"error": {"code": "upstream_unavailable", "message": "later"}}"#)
+        }
         defer { server.stop() }
         let outcome = try await scene.delivery(server).deliver(H.purchase())
         #expect(outcome.code == "upstream_unavailable")
@@ -176,7 +180,9 @@ import FoundationNetworking
         let (outcome, _) = await (one, two)
         guard case .delivered(let file) = outcome else { return }
         let placed = FileManager.default.contents(atPath: file.path)
-        #expect(placed == Data(body), "reported delivered (acknowledged) with a file that is not the one checked: \(placed.map { $0.prefix(16).map { $0 } } ?? [])")
+        #expect(
+            placed == Data(body),
+            "reported delivered (acknowledged) with a file that is not the one checked: \(placed.map { $0.prefix(16).map { $0 } } ?? [])")
     }
 }
 
@@ -198,9 +204,13 @@ extension HostileReviewTests {
         }
         defer { server.stop() }
         // Standard output alone: the progress notes go to standard error.
-        let printed = try await ChildProcess.run("/bin/sh", ["-c", #"exec "$0" "$@" 2>/dev/null"#, binary, "client", "catalog", "--server", server.url.absoluteString, "--json"]).output
+        let printed = try await ChildProcess.run(
+            "/bin/sh", ["-c", #"exec "$0" "$@" 2>/dev/null"#, binary, "client", "catalog", "--server", server.url.absoluteString, "--json"]
+        ).output
         #expect(printed.contains("com.example.book"))
-        let raw = printed.unicodeScalars.filter { (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) }
+        let raw = printed.unicodeScalars.filter {
+            (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value)
+        }
         #expect(raw.isEmpty, "printed as they came: \(raw.map { String($0.value, radix: 16) })")
     }
 }
@@ -209,5 +219,9 @@ extension HostileReviewTests {
 final class ReviewCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
-    func next() -> Int { lock.withLock { value += 1; return value } }
+    func next() -> Int {
+        lock.withLock {
+            value += 1; return value
+        }
+    }
 }

@@ -20,7 +20,9 @@ import Testing
     }
 
     /// A download's head and body as Stockroom sends it, with headers replaced or added.
-    static func download(_ status: String = "200 OK", headers: [String: String] = [:], body: [UInt8] = body, cut: Int? = nil) -> [ScriptedHTTPServer.Step] {
+    static func download(_ status: String = "200 OK", headers: [String: String] = [:], body: [UInt8] = body, cut: Int? = nil)
+        -> [ScriptedHTTPServer.Step]
+    {
         var fields = [
             "Content-Length": "\(body.count)", "ETag": "\"v1\"", "Repr-Digest": "sha-256=:\(digest):", "X-Download-Token": "token-1",
             "Location": "/v1/downloads/\(transaction)/content",
@@ -63,7 +65,8 @@ import Testing
 
         /// Every victim as it was planted, and nothing new outside the client's two folders.
         func untouched() -> Bool {
-            for victim in Self.victims where FileManager.default.contents(atPath: root.path + "/" + victim) != Data("untouched \(victim)".utf8) {
+            for victim in Self.victims
+            where FileManager.default.contents(atPath: root.path + "/" + victim) != Data("untouched \(victim)".utf8) {
                 return false
             }
             let top = Set((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [])
@@ -84,7 +87,9 @@ import Testing
     }
 
     static func restoreAnswer(_ products: [(product: String, transaction: String, location: String)]) -> [ScriptedHTTPServer.Step] {
-        let items = products.map { #"{"productId": "\#($0.product)", "transactionId": "\#($0.transaction)", "token": "t", "location": "\#($0.location)"}"# }
+        let items = products.map {
+            #"{"productId": "\#($0.product)", "transactionId": "\#($0.transaction)", "token": "t", "location": "\#($0.location)"}"#
+        }
         return answer("200 OK", #"{"products": [\#(items.joined(separator: ", "))]}"#)
     }
 
@@ -94,7 +99,8 @@ import Testing
         let scene = try Scene()
         let names: [(product: String, transaction: String, location: String)] = [
             ("../../../victim_file", "1000000000000002", "/c/2"), ("..", "1000000000000003", "/c/3"), ("", "1000000000000004", "/c/4"),
-            ("../sibling/victim_file", "1000000000000005", "/c/5"), (Self.product, "../../1000000000000006", "/c/6"), ("com.example.other", "1000000000000007/..", "/c/7"),
+            ("../sibling/victim_file", "1000000000000005", "/c/5"), (Self.product, "../../1000000000000006", "/c/6"),
+            ("com.example.other", "1000000000000007/..", "/c/7"),
         ]
         let server = try ScriptedHTTPServer { request in
             if request.line.hasPrefix("POST /v1/restores") { return Self.restoreAnswer(names) }
@@ -106,7 +112,9 @@ import Testing
         let delivery = try scene.delivery(server)
         let restored = try await delivery.restore(signedTransaction: Self.proof).get()
         #expect(restored.count == names.count)
-        #expect(restored.allSatisfy { $0.outcome.code == "invalid_name" && $0.outcome.transactionAction == .appDecides }, "\(restored.map(\.outcome))")
+        #expect(
+            restored.allSatisfy { $0.outcome.code == "invalid_name" && $0.outcome.transactionAction == .appDecides },
+            "\(restored.map(\.outcome))")
         #expect(server.requests.map(\.line) == ["POST /v1/restores HTTP/1.1", "GET /v1/catalog HTTP/1.1"], "no name was fetched")
         #expect(scene.untouched())
         #expect(try FileManager.default.contentsOfDirectory(atPath: scene.files) == ["keep.txt"])
@@ -133,7 +141,8 @@ import Testing
         try FileManager.default.createDirectory(atPath: scene.files, withIntermediateDirectories: true)
         let partial = scene.files + "/.\(Self.product).\(Self.transaction).partial"
         try FileManager.default.createSymbolicLink(atPath: partial, withDestinationPath: scene.root.path + "/app/victim_file")
-        try FileManager.default.createSymbolicLink(atPath: scene.files + "/" + Self.product, withDestinationPath: scene.root.path + "/sibling/victim_file")
+        try FileManager.default.createSymbolicLink(
+            atPath: scene.files + "/" + Self.product, withDestinationPath: scene.root.path + "/sibling/victim_file")
         let server = try ScriptedHTTPServer { request in request.line.contains("/ack") ? Self.acknowledged : Self.download() }
         defer { server.stop() }
         let outcome = try await scene.delivery(server).deliver(Self.purchase())
@@ -196,7 +205,9 @@ import Testing
     @Test func aRestoreWhoseLocationIsOffTheServerIsRefusedForThatProduct() async throws {
         let scene = try Scene()
         let server = try ScriptedHTTPServer { [port = scene.elsewhere.port] request in
-            if request.line.hasPrefix("POST /v1/restores") { return Self.restoreAnswer([(Self.product, Self.transaction, "http://127.0.0.1:\(port)/steal")]) }
+            if request.line.hasPrefix("POST /v1/restores") {
+                return Self.restoreAnswer([(Self.product, Self.transaction, "http://127.0.0.1:\(port)/steal")])
+            }
             return Self.answer("404 Not Found", "{}")
         }
         defer { server.stop() }
@@ -213,7 +224,9 @@ import Testing
             if request.line.hasPrefix("POST /v1/restores") {
                 return Self.restoreAnswer([(Self.product, Self.transaction, "/v1/downloads/\(Self.transaction)/content")])
             }
-            if request.line.contains("/ack") { return Self.answer("500 Internal Server Error", #"{"error": {"code": "internal", "message": "no"}}"#) }
+            if request.line.contains("/ack") {
+                return Self.answer("500 Internal Server Error", #"{"error": {"code": "internal", "message": "no"}}"#)
+            }
             if request.line.hasPrefix("GET /v1/catalog") { return Self.answer("404 Not Found", "{}") }
             return Self.download()
         }
@@ -225,7 +238,9 @@ import Testing
             #expect(restored.first?.outcome.transactionAction == .keepUnfinishedAndRetry, "run \(run): \(restored)")
             #expect(restored.first?.outcome.code == "internal")
         }
-        #expect(server.requests.filter { $0.line.contains("/ack") }.count >= 2, "the second run acknowledged again instead of reporting the file on disk")
+        #expect(
+            server.requests.filter { $0.line.contains("/ack") }.count >= 2,
+            "the second run acknowledged again instead of reporting the file on disk")
         #expect(FileManager.default.contents(atPath: scene.files + "/" + Self.product) == Data(Self.body))
     }
 
@@ -238,7 +253,8 @@ import Testing
                 return Self.restoreAnswer([(Self.product, Self.transaction, "/v1/downloads/\(Self.transaction)/content")])
             }
             if request.line.hasPrefix("GET /v1/catalog") {
-                return Self.answer("200 OK", #"{"products": [{"productId": "\#(Self.product)", "sha256": "\#(hex)", "size": \#(Self.body.count)}]}"#)
+                return Self.answer(
+                    "200 OK", #"{"products": [{"productId": "\#(Self.product)", "sha256": "\#(hex)", "size": \#(Self.body.count)}]}"#)
             }
             if request.line.contains("/ack") { return [.send("HTTP/1.1 204 No Content\r\n\r\n")] }
             return Self.download()
@@ -248,7 +264,9 @@ import Testing
         #expect(restored.first?.outcome == .delivered(file: URL(fileURLWithPath: scene.files + "/" + Self.product)))
         #expect(restored.first?.downloaded == false)
         #expect(
-            server.requests.map(\.line) == ["POST /v1/restores HTTP/1.1", "GET /v1/catalog HTTP/1.1", "POST /v1/downloads/\(Self.transaction)/ack HTTP/1.1"],
+            server.requests.map(\.line) == [
+                "POST /v1/restores HTTP/1.1", "GET /v1/catalog HTTP/1.1", "POST /v1/downloads/\(Self.transaction)/ack HTTP/1.1",
+            ],
             "a 204 acknowledgement counts, and nothing was downloaded")
     }
 
@@ -256,7 +274,8 @@ import Testing
         let scene = try Scene()
         let target = scene.elsewhere.url.absoluteString + "/ack"
         let server = try ScriptedHTTPServer { request in
-            request.line.contains("/ack") ? [.send("HTTP/1.1 307 Temporary Redirect\r\nLocation: \(target)\r\nContent-Length: 0\r\n\r\n")] : Self.download()
+            request.line.contains("/ack")
+                ? [.send("HTTP/1.1 307 Temporary Redirect\r\nLocation: \(target)\r\nContent-Length: 0\r\n\r\n")] : Self.download()
         }
         defer { server.stop() }
         let outcome = try await scene.delivery(server).deliver(Self.purchase())
@@ -271,7 +290,9 @@ import Testing
     func aRetryAfterOfYearsIsADayAndNeverTraps(_ field: String) async throws {
         let scene = try Scene()
         let server = try ScriptedHTTPServer { _ in
-            Self.answer("503 Service Unavailable", #"{"error": {"code": "upstream_unavailable", "message": "later"}}"#, headers: "Retry-After: \(field)\r\n")
+            Self.answer(
+                "503 Service Unavailable", #"{"error": {"code": "upstream_unavailable", "message": "later"}}"#,
+                headers: "Retry-After: \(field)\r\n")
         }
         defer { server.stop() }
         let outcome = try await scene.delivery(server).deliver(Self.purchase())
@@ -288,7 +309,8 @@ import Testing
         let scene = try Scene()
         let journal = try Journal(folder: URL(fileURLWithPath: scene.journal))
         var entry = JournalEntry(
-            transactionID: Self.transaction, originalTransactionID: nil, productID: Self.product, renewal: .download(.signedTransaction(Self.proof)),
+            transactionID: Self.transaction, originalTransactionID: nil, productID: Self.product,
+            renewal: .download(.signedTransaction(Self.proof)),
             appAccountToken: nil, consent: nil, destination: scene.files + "/" + Self.product)
         entry.notBefore = Date(timeIntervalSince1970: 1e18)
         try journal.write(entry)
@@ -305,7 +327,8 @@ import Testing
         let server = try ScriptedHTTPServer { request in
             let framing = form == "chunked" ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n"
             let head = "HTTP/1.1 200 OK\r\n\(framing)Repr-Digest: sha-256=:\(Self.digest):\r\nX-Download-Token: t\r\nLocation: /c\r\n\r\n"
-            let chunk = form == "chunked" ? "4000\r\n" + String(repeating: "a", count: 0x4000) + "\r\n" : String(repeating: "a", count: 0x4000)
+            let chunk =
+                form == "chunked" ? "4000\r\n" + String(repeating: "a", count: 0x4000) + "\r\n" : String(repeating: "a", count: 0x4000)
             return [.send(head)] + Array(repeating: ScriptedHTTPServer.Step.send(chunk), count: 200) + [.close]
         }
         defer { server.stop() }
@@ -319,7 +342,9 @@ import Testing
         let scene = try Scene()
         let server = try ScriptedHTTPServer { _ in Self.download() }
         defer { server.stop() }
-        let delivery = try scene.delivery(server) { $0.catalog = Catalog(products: [Catalog.Product(productID: Self.product, size: 1_000)]) }
+        let delivery = try scene.delivery(server) {
+            $0.catalog = Catalog(products: [Catalog.Product(productID: Self.product, size: 1_000)])
+        }
         let outcome = await delivery.deliver(Self.purchase())
         #expect(outcome.code == "bad_answer", "\(outcome)")
         #expect(LocalFile.regularFileSize(scene.files + "/.\(Self.product).\(Self.transaction).partial") ?? 0 == 0)
@@ -385,19 +410,24 @@ import Testing
         try FileManager.default.createDirectory(atPath: scene.journal, withIntermediateDirectories: true)
         switch damage {
         case "deep": _ = try scene.root.write("app/journal/\(Self.transaction).json", Array(String(repeating: "[", count: 513).utf8))
-        case "truncated": _ = try scene.root.write("app/journal/\(Self.transaction).json", Array(#"{"transactionID": "1000000000000001", "produ"#.utf8))
-        case "link": try FileManager.default.createSymbolicLink(atPath: entryPath, withDestinationPath: scene.root.path + "/app/victim_file")
-        case "huge": _ = try scene.root.write("app/journal/\(Self.transaction).json", [UInt8](repeating: 0x20, count: Journal.maximumEntrySize + 1))
+        case "truncated":
+            _ = try scene.root.write("app/journal/\(Self.transaction).json", Array(#"{"transactionID": "1000000000000001", "produ"#.utf8))
+        case "link":
+            try FileManager.default.createSymbolicLink(atPath: entryPath, withDestinationPath: scene.root.path + "/app/victim_file")
+        case "huge":
+            _ = try scene.root.write("app/journal/\(Self.transaction).json", [UInt8](repeating: 0x20, count: Journal.maximumEntrySize + 1))
         default:
             let other = JournalEntry(
-                transactionID: "1000000000000099", originalTransactionID: nil, productID: Self.product, renewal: .download(.signedTransaction("x.y.z")),
+                transactionID: "1000000000000099", originalTransactionID: nil, productID: Self.product,
+                renewal: .download(.signedTransaction("x.y.z")),
                 appAccountToken: nil, consent: nil, destination: "/tmp/elsewhere")
             _ = try scene.root.write("app/journal/\(Self.transaction).json", Array(try JSONEncoder().encode(other)))
         }
         let events = EventLog()
         let server = try ScriptedHTTPServer { request in request.line.contains("/ack") ? Self.acknowledged : Self.download() }
         defer { server.stop() }
-        let outcome = try await scene.delivery(server) { configuration in configuration.observer = { events.append($0) } }.deliver(Self.purchase())
+        let outcome = try await scene.delivery(server) { configuration in configuration.observer = { events.append($0) } }.deliver(
+            Self.purchase())
         #expect(outcome.transactionAction == .finish, "\(outcome)")
         #expect(events.all.contains { if case .journalEntrySetAside(Self.transaction, _) = $0 { true } else { false } })
         let names = try FileManager.default.contentsOfDirectory(atPath: scene.journal)

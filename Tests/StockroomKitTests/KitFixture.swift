@@ -42,7 +42,8 @@ struct KitFixture: Sendable {
             try root.write("content/big.bin", bigBytes)
             try root.write(
                 "catalog/products.json",
-                #"{"products": [{"productId": "\#(book)", "title": "Book", "type": "non-consumable", "file": "books/book.epub", "contentType": "application/epub+zip", "contentVersion": "1"}, {"productId": "\#(big)", "title": "Big", "type": "non-consumable", "file": "big.bin", "contentType": "application/octet-stream", "contentVersion": "1"}]}"#)
+                #"{"products": [{"productId": "\#(book)", "title": "Book", "type": "non-consumable", "file": "books/book.epub", "contentType": "application/epub+zip", "contentVersion": "1"}, {"productId": "\#(big)", "title": "Big", "type": "non-consumable", "file": "big.bin", "contentType": "application/octet-stream", "contentVersion": "1"}]}"#
+            )
             var configuration = ServerConfiguration()
             configuration.host = "127.0.0.1"
             configuration.port = 0
@@ -68,7 +69,8 @@ struct KitFixture: Sendable {
                 defer { proxy.stop() }
                 let ledger = SQLiteLedger(database: try SQLiteDatabase(path: configured.databaseLocation))
                 let fixture = KitFixture(
-                    control: control, proxy: proxy, direct: URL(string: "http://127.0.0.1:\(port)")!, ledger: ledger, folder: try TemporaryFolder())
+                    control: control, proxy: proxy, direct: URL(string: "http://127.0.0.1:\(port)")!, ledger: ledger,
+                    folder: try TemporaryFolder())
                 let value = try await body(fixture)
                 withExtendedLifetime(root) {}
                 return value
@@ -137,7 +139,9 @@ final class EventLog: @unchecked Sendable {
         all.compactMap { event in
             guard case .response(_, let method, let path, let rangeStart, let status) = event else { return nil }
             let kind =
-                path.hasPrefix("http") ? "store" : path.hasSuffix("/ack") ? "ack" : path.hasSuffix("/content") ? "GET" : path == "/v1/restores" ? "restore" : method
+                path.hasPrefix("http")
+                ? "store"
+                : path.hasSuffix("/ack") ? "ack" : path.hasSuffix("/content") ? "GET" : path == "/v1/restores" ? "restore" : method
             return rangeStart.map { "\(kind) \(status) from \($0)" } ?? "\(kind) \(status)"
         }
     }
@@ -167,9 +171,12 @@ extension SimulatorControl {
     /// The simulator's root and Server API key, as a test (never the server) reads them.
     func trust(bundleID: String) async throws -> (root: Certificate, credentials: AppStoreServerAPIClient.Credentials) {
         let pem = String(buffer: try await client.execute(uri: "/sim/root.pem", method: .get).body)
-        let key = try JSONSerialization.jsonObject(with: Data(buffer: try await client.execute(uri: "/sim/api-key", method: .get).body)) as? [String: String]
+        let key =
+            try JSONSerialization.jsonObject(with: Data(buffer: try await client.execute(uri: "/sim/api-key", method: .get).body))
+            as? [String: String]
         let credentials = AppStoreServerAPIClient.Credentials(
-            issuerID: key?["issuerId"] ?? "", keyID: key?["keyId"] ?? "", bundleID: bundleID, privateKey: try ECPrivateKey(pem: key?["privateKey"] ?? ""))
+            issuerID: key?["issuerId"] ?? "", keyID: key?["keyId"] ?? "", bundleID: bundleID,
+            privateKey: try ECPrivateKey(pem: key?["privateKey"] ?? ""))
         return (try Certificate(pem: pem), credentials)
     }
 }

@@ -118,7 +118,9 @@ import Testing
             #expect(reason.code == "rate_limited")
             #expect(after > .seconds(60), "the server's Retry-After, not the client's backoff")
             let relaunched = try fixture.delivery(events: events)
-            guard case .retryLater(let stillAfter, _) = await relaunched.deliver(second.withReceipt()) else { Issue.record("not waiting"); return }
+            guard case .retryLater(let stillAfter, _) = await relaunched.deliver(second.withReceipt()) else {
+                Issue.record("not waiting"); return
+            }
             #expect(stillAfter <= after)
             #expect(events.requests.filter { $0.hasPrefix("POST") } == ["POST 200", "POST 429"], "no request before Retry-After")
         }
@@ -141,24 +143,36 @@ import Testing
 
     // MARK: The mapping on its own, row by row
 
-    static func map(_ status: Int, _ code: String?, retryAfter: Duration? = nil, receipt: Bool = true, refreshed: Bool = false) -> DeliveryOutcome {
-        ServerAnswer.outcome(status: status, code: code, message: "m", retryAfter: retryAfter, failures: 0, proofIsReceipt: receipt, receiptRefreshed: refreshed)
+    static func map(_ status: Int, _ code: String?, retryAfter: Duration? = nil, receipt: Bool = true, refreshed: Bool = false)
+        -> DeliveryOutcome
+    {
+        ServerAnswer.outcome(
+            status: status, code: code, message: "m", retryAfter: retryAfter, failures: 0, proofIsReceipt: receipt,
+            receiptRefreshed: refreshed)
     }
 
     @Test func everyAnswerMapsToOneAction() {
         #expect(Self.map(403, "revoked").transactionAction == .finish)
-        for (status, code) in [(503, "upstream_unavailable"), (429, "rate_limited"), (429, "too_many_downloads"), (500, nil), (502, nil), (503, "ledger_unavailable"), (503, "content_changing")] {
+        for (status, code) in [
+            (503, "upstream_unavailable"), (429, "rate_limited"), (429, "too_many_downloads"), (500, nil), (502, nil),
+            (503, "ledger_unavailable"), (503, "content_changing"),
+        ] {
             #expect(Self.map(status, code).transactionAction == .keepUnfinishedAndRetry, "\(status) \(code ?? "")")
         }
-        #expect(Self.map(503, "upstream_unavailable", retryAfter: .seconds(42)) == .retryLater(after: .seconds(42), OutcomeReason(code: "upstream_unavailable", message: "m", status: 503)))
-        #expect(Self.map(503, nil) == .retryLater(after: .seconds(2), OutcomeReason(code: "server_error", message: "m", status: 503)), "no Retry-After: the backoff")
+        #expect(
+            Self.map(503, "upstream_unavailable", retryAfter: .seconds(42))
+                == .retryLater(after: .seconds(42), OutcomeReason(code: "upstream_unavailable", message: "m", status: 503)))
+        #expect(
+            Self.map(503, nil) == .retryLater(after: .seconds(2), OutcomeReason(code: "server_error", message: "m", status: 503)),
+            "no Retry-After: the backoff")
         for code in ["receipt_malformed", "transaction_not_in_receipt", "product_not_in_receipt", "receipt_empty"] {
             #expect(Self.map(403, code).transactionAction == .refreshReceiptAndRetryOnce, "\(code)")
             #expect(Self.map(403, code, refreshed: true).transactionAction == .appDecides, "\(code) after a refresh")
             #expect(Self.map(403, code, receipt: false).transactionAction == .appDecides, "\(code) with a signed transaction")
         }
         for (status, code) in [
-            (409, "transaction_claimed"), (403, "product_mismatch"), (403, "bundle_mismatch"), (403, "subscription_expired"), (403, "sandbox_not_allowed"),
+            (409, "transaction_claimed"), (403, "product_mismatch"), (403, "bundle_mismatch"), (403, "subscription_expired"),
+            (403, "sandbox_not_allowed"),
             (403, "receipt_not_authentic"), (403, "jws_bad_chain"), (404, "unknown_product"), (400, "bad_request"), (413, "body_too_large"),
         ] {
             #expect(Self.map(status, code).transactionAction == .appDecides, "\(code)")

@@ -5,7 +5,7 @@ import Testing
 @testable import StockroomKit
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A Stockroom that redirects content, and an object store, that lie: scripted servers driving
@@ -23,8 +23,10 @@ import FoundationNetworking
     /// some, or drop them ("").
     static func redirect(_ status: String = "303 See Other", to location: String, headers: [String: String] = [:]) -> [Step] {
         var fields = [
-            "Location": location, "Content-Location": contentPath, "X-Download-Token": "token-1", "X-Transaction-Id": transaction, "ETag": "\"v1\"",
-            "Repr-Digest": "sha-256=:\(HostileServerTests.digest):", "X-Content-Size": "\(body.count)", "Cache-Control": "no-store", "Content-Length": "0",
+            "Location": location, "Content-Location": contentPath, "X-Download-Token": "token-1", "X-Transaction-Id": transaction,
+            "ETag": "\"v1\"",
+            "Repr-Digest": "sha-256=:\(HostileServerTests.digest):", "X-Content-Size": "\(body.count)", "Cache-Control": "no-store",
+            "Content-Length": "0",
             "Set-Cookie": "session=stockroom-cookie; Path=/",
         ]
         for (name, value) in headers { fields[name] = value.isEmpty ? nil : value }
@@ -47,7 +49,8 @@ import FoundationNetworking
     /// Stockroom: the claim answered 303 and the content 307 to `location` (by default a presigned
     /// URL on `store`), the acknowledgement taken; `claim` and `content` replace those answers.
     static func stockroom(
-        to store: ScriptedHTTPServer, location: String? = nil, claim: (@Sendable () -> [Step])? = nil, content: (@Sendable () -> [Step])? = nil,
+        to store: ScriptedHTTPServer, location: String? = nil, claim: (@Sendable () -> [Step])? = nil,
+        content: (@Sendable () -> [Step])? = nil,
         acknowledgement: [Step] = HostileServerTests.acknowledged
     ) throws -> ScriptedHTTPServer {
         let location = location ?? presigned(store)
@@ -95,7 +98,8 @@ import FoundationNetworking
     // MARK: Only an absolute http(s) URL, never https to http
 
     @Test(arguments: [
-        "user info", "user info before the port", "scheme-relative", "relative", "a path on the server", "ftp", "file", "javascript", "backslash", "space",
+        "user info", "user info before the port", "scheme-relative", "relative", "a path on the server", "ftp", "file", "javascript",
+        "backslash", "space",
         "none",
     ])
     func aRedirectToALocationTheClientMayNotFetchIsRefused(_ form: String) async throws {
@@ -141,7 +145,9 @@ import FoundationNetworking
                     "Repr-Digest": "sha-256=:\(HostileServerTests.digest):",
                 ])!
         }
-        #expect(throws: AnswerRefusal.foreignRedirect) { try rules.redirect(answer("http://store.example.com/bucket/key?X-Amz-Signature=a")) }
+        #expect(throws: AnswerRefusal.foreignRedirect) {
+            try rules.redirect(answer("http://store.example.com/bucket/key?X-Amz-Signature=a"))
+        }
         #expect(throws: AnswerRefusal.foreignRedirect) { try rules.redirect(answer("HTTP://store.example.com/bucket/key")) }
         let followed = try rules.redirect(answer("https://store.example.com/bucket/key?X-Amz-Signature=a"))
         #expect(followed.url.absoluteString == "https://store.example.com/bucket/key?X-Amz-Signature=a")
@@ -154,7 +160,9 @@ import FoundationNetworking
 
     // MARK: Only a 303 to the claim and a 307 to the content lead to the store
 
-    @Test(arguments: ["307 to the claim", "302 to the claim", "303 to the content", "307 to the acknowledgement", "303 to the acknowledgement"])
+    @Test(arguments: [
+        "307 to the claim", "302 to the claim", "303 to the content", "307 to the acknowledgement", "303 to the acknowledgement",
+    ])
     func noOtherRedirectIsFollowed(_ form: String) async throws {
         let scene = try HostileServerTests.Scene()
         let store = try ScriptedHTTPServer { _ in Self.object() }
@@ -198,7 +206,8 @@ import FoundationNetworking
     // MARK: The store's body is held to Stockroom's word
 
     @Test(arguments: [
-        "longer than the catalogue", "Stockroom's size beyond the catalogue", "shorter than Stockroom said", "no length", "no digest", "no size",
+        "longer than the catalogue", "Stockroom's size beyond the catalogue", "shorter than Stockroom said", "no length", "no digest",
+        "no size",
     ])
     func aStoreBodyThatBreaksTheRulesIsNeverWritten(_ form: String) async throws {
         let scene = try HostileServerTests.Scene()
@@ -244,7 +253,8 @@ import FoundationNetworking
         #expect(outcome.code == "digest_mismatch", "\(outcome)")
         #expect(outcome.transactionAction == .keepUnfinishedAndRetry)
         #expect(store.requests.count == 3, "downloaded three times, then left for later")
-        #expect(Self.lines(stockroom) == ["POST /v1/downloads", "GET \(Self.contentPath)", "GET \(Self.contentPath)"], "never acknowledged")
+        #expect(
+            Self.lines(stockroom) == ["POST /v1/downloads", "GET \(Self.contentPath)", "GET \(Self.contentPath)"], "never acknowledged")
         #expect(FileManager.default.contents(atPath: scene.files + "/" + Self.product) == nil)
         #expect(LocalFile.regularFileSize(scene.files + "/" + Self.partial) == nil)
     }
@@ -269,7 +279,8 @@ import FoundationNetworking
         let scene = try HostileServerTests.Scene()
         let store = try ScriptedHTTPServer { request in
             guard request.header("Range") != nil else { return Self.object(cut: 5_000) }
-            return Self.object("206 Partial Content", body: Array(Self.body.dropFirst(5_000)), headers: ["Content-Range": "bytes 5000-19999/20000"])
+            return Self.object(
+                "206 Partial Content", body: Array(Self.body.dropFirst(5_000)), headers: ["Content-Range": "bytes 5000-19999/20000"])
         }
         let stockroom = try Self.stockroom(to: store)
         defer { store.stop(); stockroom.stop() }
@@ -295,7 +306,8 @@ import FoundationNetworking
             to: store,
             content: {
                 Self.redirect(
-                    "307 Temporary Redirect", to: replacedURL, headers: ["ETag": "\"v2\"", "Repr-Digest": "sha-256=:\(digest):", "X-Content-Size": "12000"])
+                    "307 Temporary Redirect", to: replacedURL,
+                    headers: ["ETag": "\"v2\"", "Repr-Digest": "sha-256=:\(digest):", "X-Content-Size": "12000"])
             })
         defer { store.stop(); stockroom.stop() }
         let outcome = try await scene.delivery(stockroom).deliver(HostileServerTests.purchase())
@@ -324,7 +336,11 @@ import FoundationNetworking
         let outcome = try await scene.delivery(stockroom).deliver(HostileServerTests.purchase())
         #expect(outcome.code == "delivered", "\(outcome)")
         #expect(store.requests.count == 1, "the 303 that renewed the token was not followed: the file was in place")
-        #expect(Self.lines(stockroom) == ["POST /v1/downloads", "POST /v1/downloads/\(Self.transaction)/ack", "POST /v1/downloads", "POST /v1/downloads/\(Self.transaction)/ack"])
+        #expect(
+            Self.lines(stockroom) == [
+                "POST /v1/downloads", "POST /v1/downloads/\(Self.transaction)/ack", "POST /v1/downloads",
+                "POST /v1/downloads/\(Self.transaction)/ack",
+            ])
         #expect(stockroom.requests.last?.header("Authorization") == "Bearer token-2")
     }
 
@@ -341,8 +357,11 @@ import FoundationNetworking
         #expect(outcome.code == "store_refused", "\(outcome)")
         #expect(outcome.transactionAction == .keepUnfinishedAndRetry)
         #expect(store.requests.count == 1 + Delivery.maximumFreshURLs)
-        #expect(Self.lines(stockroom) == ["POST /v1/downloads"] + Array(repeating: "GET \(Self.contentPath)", count: Delivery.maximumFreshURLs))
-        #expect(stockroom.requests.dropFirst().allSatisfy { $0.header("Authorization") == "Bearer token-1" }, "a fresh URL is asked with the token")
+        #expect(
+            Self.lines(stockroom) == ["POST /v1/downloads"] + Array(repeating: "GET \(Self.contentPath)", count: Delivery.maximumFreshURLs))
+        #expect(
+            stockroom.requests.dropFirst().allSatisfy { $0.header("Authorization") == "Bearer token-1" },
+            "a fresh URL is asked with the token")
         #expect(Self.leaks(store) == [])
     }
 }
@@ -364,5 +383,9 @@ final class Counter: @unchecked Sendable {
     var value: Int { lock.withLock { count } }
 
     /// Counts one more, and tells the new count.
-    func next() -> Int { lock.withLock { count += 1; return count } }
+    func next() -> Int {
+        lock.withLock {
+            count += 1; return count
+        }
+    }
 }

@@ -94,7 +94,8 @@ import Testing
             let from = try #require(Self.interruptedAt(events), "\(events.requests)")
             #expect(
                 events.requests == [
-                    "POST 303", "store 200", "GET 307 from \(from)", "store 403 from \(from)", "GET 307 from \(from)", "store 206 from \(from)", "ack 200",
+                    "POST 303", "store 200", "GET 307 from \(from)", "store 403 from \(from)", "GET 307 from \(from)",
+                    "store 206 from \(from)", "ack 200",
                 ])
             #expect(store.appRequests.count == 3)
             #expect(store.leaks(["Bearer"], file: Self.big) == [])
@@ -163,9 +164,11 @@ import Testing
             let bought = try await fixture.control.purchase(KitFixture.big)
             _ = try fixture.folder.write("purchase.jws", bought.signedTransaction)
             let run = try await ChildProcess.run(
-                binary, [
+                binary,
+                [
                     "client", "deliver", "--server", fixture.proxy.url.absoluteString, "--product", KitFixture.big, "--signed-transaction",
-                    fixture.folder.path + "/purchase.jws", "--into", fixture.folder.path + "/files", "--journal", fixture.folder.path + "/journal", "--json",
+                    fixture.folder.path + "/purchase.jws", "--into", fixture.folder.path + "/files", "--journal",
+                    fixture.folder.path + "/journal", "--json",
                 ])
             #expect(run.status == 0, "\(run.output)")
             #expect(run.output.contains(#""safeToFinish""#), "\(run.output)")

@@ -92,7 +92,8 @@ import Testing
             let events = EventLog()
             let second = try fixture.delivery(now: clock.now, events: events)
             // The journal's restore proof renews the token; the partial file is resumed.
-            let outcome = await second.deliver(Purchase(productID: KitFixture.big, transactionID: book.transactionId, proof: .signedTransaction(book.signedTransaction)))
+            let outcome = await second.deliver(
+                Purchase(productID: KitFixture.big, transactionID: book.transactionId, proof: .signedTransaction(book.signedTransaction)))
             #expect(outcome.code == "delivered", "\(outcome) \(events.requests)")
             let intact = fixture.holds(KitFixture.big, KitFixture.bigBytes)
             #expect(intact)

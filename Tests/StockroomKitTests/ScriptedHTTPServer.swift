@@ -1,7 +1,7 @@
 import Foundation
 import StockroomTestSupport
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An HTTP server on loopback that answers each request with a script of raw writes and pauses,

@@ -55,7 +55,9 @@ struct StoreFixture: Sendable {
         var leaks: [String] = []
         for request in proxy.requests {
             for secret in secrets where request.text.contains(secret) { leaks.append("\(request) carries a secret") }
-            for name in ["Cookie", "X-Download-Token", "Proxy-Authorization"] where request.header(name) != nil { leaks.append("\(request) has \(name)") }
+            for name in ["Cookie", "X-Download-Token", "Proxy-Authorization"] where request.header(name) != nil {
+                leaks.append("\(request) has \(name)")
+            }
             if request.header("Authorization") != nil, !isStockroomsOwn(request) { leaks.append("\(request) has an Authorization") }
         }
         for request in appRequests {

@@ -40,10 +40,14 @@ import Testing
         try await KitFixture.run { fixture in
             let bought = try await fixture.control.purchase(KitFixture.book)
             let log = Log()
-            let failed = StoreTransaction(transactionID: "1000000000000001", productID: KitFixture.book, state: .failed(reason: "payment declined")) {
+            let failed = StoreTransaction(
+                transactionID: "1000000000000001", productID: KitFixture.book, state: .failed(reason: "payment declined")
+            ) {
                 log.append("finish failed")
             }
-            let purchased = StoreTransaction(transactionID: bought.transactionId, productID: KitFixture.book, state: .purchased(bought.withReceipt())) {
+            let purchased = StoreTransaction(
+                transactionID: bought.transactionId, productID: KitFixture.book, state: .purchased(bought.withReceipt())
+            ) {
                 let acknowledged = (try? await fixture.state(bought.transactionId)) == .acknowledged
                 log.append("finish purchased acknowledged=\(acknowledged) intact=\(fixture.holds(KitFixture.book, KitFixture.bookBytes))")
             }
@@ -55,10 +59,11 @@ import Testing
             await queue.run(ScriptedSource(script: [purchased]))
             #expect(log.all == ["finish failed", "finish purchased acknowledged=true intact=true"])
             queue.finishReports()
-            #expect(await reports.value == [
-                .finished(transactionID: "1000000000000001", outcome: "failed"),
-                .finished(transactionID: bought.transactionId, outcome: "delivered"),
-            ])
+            #expect(
+                await reports.value == [
+                    .finished(transactionID: "1000000000000001", outcome: "failed"),
+                    .finished(transactionID: bought.transactionId, outcome: "delivered"),
+                ])
         }
     }
 
@@ -69,7 +74,9 @@ import Testing
         try await KitFixture.run { fixture in
             let bought = try await fixture.control.purchase(KitFixture.book)
             let log = Log()
-            let copy = StoreTransaction(transactionID: bought.transactionId, productID: KitFixture.book, state: .purchased(bought.withSignedTransaction())) {
+            let copy = StoreTransaction(
+                transactionID: bought.transactionId, productID: KitFixture.book, state: .purchased(bought.withSignedTransaction())
+            ) {
                 log.append("finish")
             }
             let queue = TransactionQueue(delivery: try fixture.delivery(), productIDs: [KitFixture.book])
@@ -91,7 +98,8 @@ import Testing
         try await KitFixture.run { fixture in
             let log = Log()
             let refused = Purchase(productID: KitFixture.book, transactionID: "2000000000000042", proof: .signedTransaction("not.a.jws"))
-            let transaction = StoreTransaction(transactionID: refused.transactionID, productID: KitFixture.book, state: .purchased(refused)) { log.append("finish") }
+            let transaction = StoreTransaction(transactionID: refused.transactionID, productID: KitFixture.book, state: .purchased(refused))
+            { log.append("finish") }
             let queue = TransactionQueue(delivery: try fixture.delivery(), productIDs: [KitFixture.book])
             let reports = Self.collect(queue)
             await queue.run(ScriptedSource(script: [transaction]))
@@ -112,10 +120,11 @@ import Testing
             let foreign = Purchase(productID: "com.example.coins", transactionID: "4", proof: .signedTransaction("a.b.c"))
             let queue = TransactionQueue(delivery: try fixture.delivery(), productIDs: [KitFixture.book])
             let reports = Self.collect(queue)
-            await queue.run(ScriptedSource(script: [
-                transaction("1", .purchasing), transaction("2", .deferred), transaction("3", .unverified(reason: "bad signature")),
-                transaction("4", .purchased(foreign), product: "com.example.coins"),
-            ]))
+            await queue.run(
+                ScriptedSource(script: [
+                    transaction("1", .purchasing), transaction("2", .deferred), transaction("3", .unverified(reason: "bad signature")),
+                    transaction("4", .purchased(foreign), product: "com.example.coins"),
+                ]))
             queue.finishReports()
             #expect(log.all.isEmpty, "none is finished")
             let all = await reports.value
@@ -142,9 +151,12 @@ import Testing
                 clock.advance(after.timeInterval)
             }
             let reports = Self.collect(queue)
-            await queue.run(ScriptedSource(script: [
-                StoreTransaction(transactionID: bought.transactionId, productID: KitFixture.book, state: .purchased(bought.withReceipt())) { log.append("finish") },
-            ]))
+            await queue.run(
+                ScriptedSource(script: [
+                    StoreTransaction(
+                        transactionID: bought.transactionId, productID: KitFixture.book, state: .purchased(bought.withReceipt())
+                    ) { log.append("finish") }
+                ]))
             queue.finishReports()
             #expect(log.all == ["wait", "finish"])
             let all = await reports.value
@@ -163,9 +175,15 @@ import Testing
             let log = Log()
             let queue = TransactionQueue(delivery: try fixture.delivery())
             let reports = Self.collect(queue)
-            await queue.run(ScriptedSource(
-                script: [StoreTransaction(transactionID: second.transactionId, productID: KitFixture.big, state: .purchased(stale)) { log.append("finish") }],
-                refreshed: Data(base64Encoded: second.receiptData, options: .ignoreUnknownCharacters), onRefresh: { log.append("refresh") }))
+            await queue.run(
+                ScriptedSource(
+                    script: [
+                        StoreTransaction(transactionID: second.transactionId, productID: KitFixture.big, state: .purchased(stale)) {
+                            log.append("finish")
+                        }
+                    ],
+                    refreshed: Data(base64Encoded: second.receiptData, options: .ignoreUnknownCharacters),
+                    onRefresh: { log.append("refresh") }))
             queue.finishReports()
             #expect(log.all == ["refresh", "finish"], "refreshed, delivered, and only then finished")
             #expect(await reports.value.last == .finished(transactionID: second.transactionId, outcome: "delivered"))

@@ -5,7 +5,7 @@ import Testing
 @testable import StockroomKit
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// What the transport does with servers that misbehave, on both engines: libcurl (Linux's) and
@@ -13,15 +13,16 @@ import FoundationNetworking
 @Suite struct TransportTests {
     static let engines: [HTTPTransport.Engine] = [.automatic, .urlSession]
 
-    static func transport(_ engine: HTTPTransport.Engine, timeout: TimeInterval = 30, minimumBytesPerSecond: Int64 = 1024) -> HTTPTransport {
+    static func transport(_ engine: HTTPTransport.Engine, timeout: TimeInterval = 30, minimumBytesPerSecond: Int64 = 1024) -> HTTPTransport
+    {
         HTTPTransport(settings: TransportSettings(timeout: timeout, minimumBytesPerSecond: minimumBytesPerSecond), engine: engine)
     }
 
     #if os(Linux)
-    @Test func libcurlCarriesTheTransfersOnLinuxUnlessURLSessionIsAskedFor() {
-        #expect(Self.transport(.automatic).usesLibCurl)
-        #expect(!Self.transport(.urlSession).usesLibCurl)
-    }
+        @Test func libcurlCarriesTheTransfersOnLinuxUnlessURLSessionIsAskedFor() {
+            #expect(Self.transport(.automatic).usesLibCurl)
+            #expect(!Self.transport(.urlSession).usesLibCurl)
+        }
     #endif
 
     @Test(arguments: engines) func aServerThatNeverAnswersTimesOut(_ engine: HTTPTransport.Engine) async throws {
@@ -114,7 +115,8 @@ import FoundationNetworking
 
     @Test(arguments: engines) func aBodyTrickledByteByByteEndsAtTheMinimumRate(_ engine: HTTPTransport.Engine) async throws {
         let server = try ScriptedHTTPServer { _ in
-            [.send("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")] + Array(repeating: [.bytes(1), .pause(0.5)], count: 200).flatMap { $0 }
+            [.send("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")]
+                + Array(repeating: [.bytes(1), .pause(0.5)], count: 200).flatMap { $0 }
         }
         defer { server.stop() }
         let transport = Self.transport(engine, timeout: 1)
@@ -143,22 +145,23 @@ import FoundationNetworking
     }
 
     #if os(Linux)
-    /// libcurl hands every field over; past `ResponseHead.maximumFields` the answer is refused.
-    @Test func aHeadOfTooManyFieldsIsRefusedOnLibcurl() async throws {
-        let fields = (0...ResponseHead.maximumFields).map { "X-Field-\($0): value\r\n" }.joined()
-        let server = try ScriptedHTTPServer { _ in [.send("HTTP/1.1 200 OK\r\n\(fields)Content-Length: 2\r\n\r\nok")] }
-        defer { server.stop() }
-        let transport = Self.transport(.automatic)
-        defer { transport.invalidate() }
-        let result = await transport.collect(URLRequest(url: server.url))
-        #expect(result.response == nil)
-        #expect((result.error as? URLError)?.code == .badServerResponse, "\(String(describing: result.error))")
-    }
+        /// libcurl hands every field over; past `ResponseHead.maximumFields` the answer is refused.
+        @Test func aHeadOfTooManyFieldsIsRefusedOnLibcurl() async throws {
+            let fields = (0...ResponseHead.maximumFields).map { "X-Field-\($0): value\r\n" }.joined()
+            let server = try ScriptedHTTPServer { _ in [.send("HTTP/1.1 200 OK\r\n\(fields)Content-Length: 2\r\n\r\nok")] }
+            defer { server.stop() }
+            let transport = Self.transport(.automatic)
+            defer { transport.invalidate() }
+            let result = await transport.collect(URLRequest(url: server.url))
+            #expect(result.response == nil)
+            #expect((result.error as? URLError)?.code == .badServerResponse, "\(String(describing: result.error))")
+        }
     #endif
 
     @Test(arguments: engines) func cancellingTheTaskStopsTheTransferAtOnce(_ engine: HTTPTransport.Engine) async throws {
         let server = try ScriptedHTTPServer { _ in
-            [.send("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")] + Array(repeating: [.bytes(1000), .pause(0.1)], count: 300).flatMap { $0 }
+            [.send("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")]
+                + Array(repeating: [.bytes(1000), .pause(0.1)], count: 300).flatMap { $0 }
         }
         defer { server.stop() }
         let transport = Self.transport(engine)

@@ -10,7 +10,10 @@ import Testing
         for good in ["com.example.book", "a", "A1_b-c.d", String(repeating: "x", count: 255)] {
             #expect(NetworkName.isProductID(good), "\(good)")
         }
-        for bad in ["", ".", "..", "../x", "a/b", "a..b", ".hidden", "trailing.", "-dash", "_under", "a b", "a\u{0}b", "é", "a\\b", String(repeating: "x", count: 256)] {
+        for bad in [
+            "", ".", "..", "../x", "a/b", "a..b", ".hidden", "trailing.", "-dash", "_under", "a b", "a\u{0}b", "é", "a\\b",
+            String(repeating: "x", count: 256),
+        ] {
             #expect(!NetworkName.isProductID(bad), "\(bad)")
         }
     }
@@ -28,8 +31,10 @@ import Testing
         #expect(origin.url("/v1/downloads/1/content")?.absoluteString == "https://content.example.com:8443/v1/downloads/1/content")
         #expect(origin.url("/v1/downloads/1/content?x=1")?.absoluteString == "https://content.example.com:8443/v1/downloads/1/content?x=1")
         for foreign in [
-            "https://evil.example/x", "//evil.example/x", "http://content.example.com:8443/x", "https://content.example.com/x", "relative/path", "",
-            "/\\evil.example/x", "/x#fragment", "/x y", "/x\r\nHost: evil", "https://user@content.example.com:8443/x", "javascript:alert(1)",
+            "https://evil.example/x", "//evil.example/x", "http://content.example.com:8443/x", "https://content.example.com/x",
+            "relative/path", "",
+            "/\\evil.example/x", "/x#fragment", "/x y", "/x\r\nHost: evil", "https://user@content.example.com:8443/x",
+            "javascript:alert(1)",
             "/" + String(repeating: "a", count: 2048),
         ] {
             #expect(origin.url(foreign) == nil, "\(foreign)")
@@ -52,9 +57,11 @@ import Testing
     @Test func aStoreURLIsAnAbsoluteHTTPURLWithAHostAndNoUserInfoNeverHTTPFromHTTPS() throws {
         let plain = try #require(ServerOrigin(URL(string: "http://127.0.0.1:8080")!))
         let secure = try #require(ServerOrigin(URL(string: "https://content.example.com")!))
-        let presigned = "/bucket/books/book.epub?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F20261126%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=ab12"
+        let presigned =
+            "/bucket/books/book.epub?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F20261126%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=ab12"
         for good in [
-            "http://127.0.0.1:41119" + presigned, "https://bucket.s3.eu-west-1.amazonaws.com" + presigned, "HTTPS://Store.Example.com:443/k",
+            "http://127.0.0.1:41119" + presigned, "https://bucket.s3.eu-west-1.amazonaws.com" + presigned,
+            "HTTPS://Store.Example.com:443/k",
             "http://[::1]:9000/bucket/k", "http://store.example.com", "http://127.0.0.1:8080/v1/same-origin-too",
         ] {
             #expect(plain.storeURL(good)?.absoluteString == good, "\(good)")
@@ -63,9 +70,12 @@ import Testing
         for bad in [
             "//store.example.com/k", "/bucket/k", "bucket/k", "", "ftp://store.example.com/k", "file:///etc/passwd", "javascript:alert(1)",
             "http://user@store.example.com/k", "http://user:pw@store.example.com/k", "http://store.example.com:80@evil.example/k",
-            "http://store.example.com\\@evil.example/k", "http://evil.example%2F@store.example.com/k", "http://store.example.com/k#fragment",
-            "http://store.example.com/k k", "http://store.example.com/k\r\nX: y", "http:/store.example.com/k", "http://:80/k", "http://store.example.com:/k",
-            "http://store.example.com:99999/k", "http://store.example.com:0/k", "http://[::1/k", "http://störe.example.com/k", "http://store.example.com/ü",
+            "http://store.example.com\\@evil.example/k", "http://evil.example%2F@store.example.com/k",
+            "http://store.example.com/k#fragment",
+            "http://store.example.com/k k", "http://store.example.com/k\r\nX: y", "http:/store.example.com/k", "http://:80/k",
+            "http://store.example.com:/k",
+            "http://store.example.com:99999/k", "http://store.example.com:0/k", "http://[::1/k", "http://störe.example.com/k",
+            "http://store.example.com/ü",
             "http://store.example.com/" + String(repeating: "a", count: 8192),
         ] {
             #expect(plain.storeURL(bad) == nil, "\(bad)")
@@ -96,10 +106,14 @@ import Testing
     }
 
     @Test func aRetryAfterThatIsNeitherDigitsNorADateIsNone() {
-        for field in ["-5", "1e30", "5 seconds", "", String(repeating: "9", count: 65)] { #expect(ServerAnswer.retryAfter(field, now: Date()) == nil, "\(field)") }
+        for field in ["-5", "1e30", "5 seconds", "", String(repeating: "9", count: 65)] {
+            #expect(ServerAnswer.retryAfter(field, now: Date()) == nil, "\(field)")
+        }
     }
 
-    @Test(arguments: ["0", "1", "86400", "86401", "99999999999", "9223372036854775807", "99999999999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT"])
+    @Test(arguments: [
+        "0", "1", "86400", "86401", "99999999999", "9223372036854775807", "99999999999999999999999999", "Fri, 31 Dec 9999 23:59:59 GMT",
+    ])
     func everyRetryAfterIsASecondToADay(_ field: String) throws {
         let wait = try #require(ServerAnswer.retryAfter(field, now: Date()))
         #expect(wait >= .seconds(1) && wait <= Delivery.longestWait)
@@ -123,7 +137,8 @@ import Testing
             #expect(HTTPDate.parse(formatter.string(from: date)) == date, "\(formatter.string(from: date))")
         }
         for odd in [
-            "Fri, 13\u{5bb}\u{29a}9 23:59:59 GMT", "Fri, 31 Dec 9999 23:59:59 UTC", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994",
+            "Fri, 13\u{5bb}\u{29a}9 23:59:59 GMT", "Fri, 31 Dec 9999 23:59:59 UTC", "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
             "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 6 Nov 1994 08:49:37 GMT", "Xyz, 06 Nov 1994 08:49:37 GMT", "",
         ] {
             #expect(HTTPDate.parse(odd) == nil, "\(odd)")
@@ -179,6 +194,7 @@ import Testing
         let certificates = CertificateKey.certificates(inPEM: pem + Data("\n".utf8) + pem)
         #expect(certificates.count == 2)
         #expect(CertificateKey.pin(ofCertificate: try #require(certificates.first)) == pin)
-        #expect(CertificateKey.pin(ofCertificate: Array(try #require(certificates.first).prefix(40))) == nil, "a cut certificate has no pin")
+        #expect(
+            CertificateKey.pin(ofCertificate: Array(try #require(certificates.first).prefix(40))) == nil, "a cut certificate has no pin")
     }
 }

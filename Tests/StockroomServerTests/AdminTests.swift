@@ -11,7 +11,9 @@ import Testing
 @Suite struct AdminTests {
     static let token = "admin-token-for-tests"
 
-    static func admin(_ fixture: DownloadFixture, _ uri: String, method: HTTPRequest.Method = .get, token: String? = AdminTests.token, body: String? = nil) async throws -> TestResponse {
+    static func admin(
+        _ fixture: DownloadFixture, _ uri: String, method: HTTPRequest.Method = .get, token: String? = AdminTests.token, body: String? = nil
+    ) async throws -> TestResponse {
         var headers: HTTPFields = [:]
         if let token { headers[.authorization] = "Bearer \(token)" }
         return try await fixture.client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
@@ -59,12 +61,16 @@ import Testing
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .verified)
             let shown = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)"))
             #expect(shown["state"] as? String == "verified")
-            #expect(shown["proof"] == nil && shown["proofLength"] as? Int == purchase.receiptData.utf8.count, "the receipt itself is never shown")
+            #expect(
+                shown["proof"] == nil && shown["proofLength"] as? Int == purchase.receiptData.utf8.count,
+                "the receipt itself is never shown")
 
-            let badRevoke = try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/revoke", method: .post, body: "{}")
+            let badRevoke = try await Self.admin(
+                fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/revoke", method: .post, body: "{}")
             #expect(badRevoke.status == .badRequest)
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .verified)
-            let revoked = try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/revoke", method: .post, body: #"{"reason": "chargeback"}"#)
+            let revoked = try await Self.admin(
+                fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/revoke", method: .post, body: #"{"reason": "chargeback"}"#)
             #expect(revoked.status == .ok)
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
             #expect(try DownloadFixture.code(try await fixture.post(purchase)) == "revoked", "the server reads the new state at once")
@@ -75,7 +81,8 @@ import Testing
         try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(purchase).status == .ok)
-            let revoke = try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/revoke", method: .post, body: #"{"reason": "fraud"}"#)
+            let revoke = try await Self.admin(
+                fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/revoke", method: .post, body: #"{"reason": "fraud"}"#)
             #expect(revoke.status == .ok)
             let before = try await fixture.snapshot()
             let cases: [(String, String?, HTTPResponse.Status, String)] = [
@@ -83,9 +90,13 @@ import Testing
                 ("/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", #"{"reason": "  "}"#, .badRequest, "bad_request"),
                 ("/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", "not json", .badRequest, "bad_request"),
                 // Refused before Foundation parses it: nested past JSONNesting's limit, or past the upload bound.
-                ("/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", String(repeating: "[", count: 600), .badRequest, "bad_request"),
                 (
-                    "/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", #"{"reason": ""# + String(repeating: "x", count: 1 << 20) + #""}"#,
+                    "/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", String(repeating: "[", count: 600), .badRequest,
+                    "bad_request"
+                ),
+                (
+                    "/v1/admin/fulfilments/\(purchase.transactionId)/reinstate",
+                    #"{"reason": ""# + String(repeating: "x", count: 1 << 20) + #""}"#,
                     .contentTooLarge, "body_too_large"
                 ),
                 ("/v1/admin/fulfilments/2999/reinstate", #"{"reason": "x"}"#, .notFound, "unknown_transaction"),
@@ -97,7 +108,8 @@ import Testing
                 #expect(try DownloadFixture.code(response) == code)
             }
             #expect(try await fixture.snapshot() == before)
-            let lifted = try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", method: .post, body: #"{"reason": "resolved"}"#)
+            let lifted = try await Self.admin(
+                fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/reinstate", method: .post, body: #"{"reason": "resolved"}"#)
             #expect(try DownloadFixture.json(lifted)["reinstated"] as? [String] == [purchase.transactionId])
             #expect(try await fixture.post(purchase).status == .ok)
         }
@@ -108,7 +120,8 @@ import Testing
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(purchase).status == .ok)
             try await fixture.control.refund(purchase.transactionId)
-            let outcome = try DownloadFixture.json(try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/refulfil", method: .post))
+            let outcome = try DownloadFixture.json(
+                try await Self.admin(fixture, "/v1/admin/fulfilments/\(purchase.transactionId)/refulfil", method: .post))
             #expect(outcome["outcome"] as? String == "revoked")
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
         }
@@ -117,7 +130,8 @@ import Testing
     @Test func refulfilmentOfAStoreKit2TransactionAsksTheServerAPI() async throws {
         try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
-            #expect(try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction]).status == .ok)
+            #expect(
+                try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction]).status == .ok)
             let uri = "/v1/admin/fulfilments/\(purchase.transactionId)/refulfil"
             #expect(try DownloadFixture.json(try await Self.admin(fixture, uri, method: .post))["outcome"] as? String == "verified")
             try await fixture.control.refund(purchase.transactionId)

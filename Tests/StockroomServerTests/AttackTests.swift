@@ -8,7 +8,7 @@ import StockroomPostgresTestSupport
 import StockroomTestSupport
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 @testable import StockroomServer
 
@@ -30,11 +30,16 @@ import Glibc
             let purchase = try await fixture.control.purchase(Self.cheap)
             let certificate = ByteEncoding.base64(try SigningChain().root.der)
             for signedDate in ["1e30", "-1e30", "1e300", "9.3e18", "\"9223372036854775808\""] {
-                let header = ByteEncoding.base64URL(Array(#"{"alg":"ES256","x5c":["\#(certificate)","\#(certificate)","\#(certificate)"]}"#.utf8))
-                let payload = ByteEncoding.base64URL(Array(#"{"signedDate":\#(signedDate),"notificationType":"REFUND","notificationUUID":"u","transactionId":"1","originalTransactionId":"1","productId":"\#(Self.cheap)","bundleId":"com.example.stockroom.demo","purchaseDate":\#(signedDate),"environment":"Production"}"#.utf8))
+                let header = ByteEncoding.base64URL(
+                    Array(#"{"alg":"ES256","x5c":["\#(certificate)","\#(certificate)","\#(certificate)"]}"#.utf8))
+                let payload = ByteEncoding.base64URL(
+                    Array(
+                        #"{"signedDate":\#(signedDate),"notificationType":"REFUND","notificationUUID":"u","transactionId":"1","originalTransactionId":"1","productId":"\#(Self.cheap)","bundleId":"com.example.stockroom.demo","purchaseDate":\#(signedDate),"environment":"Production"}"#
+                            .utf8))
                 let jws = "\(header).\(payload).\(ByteEncoding.base64URL([UInt8](repeating: 7, count: 64)))"
                 let notification = try await fixture.client.execute(
-                    uri: "/v1/notifications/appstore", method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["signedPayload": jws])))
+                    uri: "/v1/notifications/appstore", method: .post,
+                    body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["signedPayload": jws])))
                 #expect(notification.status == .badRequest, "signedDate \(signedDate)")
                 let download = try await fixture.post(["productId": Self.cheap, "signedTransaction": jws])
                 #expect(download.status == .forbidden, "signedDate \(signedDate)")
@@ -55,9 +60,12 @@ import Glibc
             #expect(try await fixture.post(purchase).status == .ok)
             let before = try await fixture.settledSnapshot()
             let certificate = ByteEncoding.base64(try SigningChain().root.der)
-            let header = ByteEncoding.base64URL(Array(#"{"alg":"ES256","x5c":["\#(certificate)","\#(certificate)","\#(certificate)"]}"#.utf8))
+            let header = ByteEncoding.base64URL(
+                Array(#"{"alg":"ES256","x5c":["\#(certificate)","\#(certificate)","\#(certificate)"]}"#.utf8))
             let signature = ByteEncoding.base64URL([UInt8](repeating: 7, count: 64))
-            for nested in [String(repeating: "[", count: 513), String(repeating: "[", count: 4096), String(repeating: #"{"a":"#, count: 513)] {
+            for nested in [
+                String(repeating: "[", count: 513), String(repeating: "[", count: 4096), String(repeating: #"{"a":"#, count: 513),
+            ] {
                 for path in ["/v1/downloads", "/v1/restores", "/v1/notifications/appstore"] {
                     let answer = try await fixture.client.execute(uri: path, method: .post, body: ByteBuffer(string: nested))
                     #expect(answer.status == .badRequest, "\(path), \(nested.count) bytes")
@@ -97,7 +105,9 @@ import Glibc
             let garbage = try await fixture.post(["productId": Self.cheap, "transactionId": victim.transactionId, "receiptData": "AAAA"])
             #expect(garbage.status == .forbidden)
             #expect(try DownloadFixture.code(garbage) == "receipt_malformed")
-            let foreign = try await fixture.post(["productId": Self.cheap, "transactionId": victim.transactionId, "receiptData": attacker.receiptData])
+            let foreign = try await fixture.post([
+                "productId": Self.cheap, "transactionId": victim.transactionId, "receiptData": attacker.receiptData,
+            ])
             #expect(foreign.status == .serviceUnavailable)
             #expect(try DownloadFixture.code(foreign) == "upstream_unavailable")
             #expect(foreign.headers[.init("X-Download-Token")!] == nil)
@@ -117,14 +127,18 @@ import Glibc
             let cheap = try await fixture.control.purchase(Self.cheap)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 1000])
             for receipt in ["AAAA", cheap.receiptData] {
-                let response = try await fixture.post(["productId": Self.dear, "transactionId": cheap.transactionId, "receiptData": receipt])
+                let response = try await fixture.post([
+                    "productId": Self.dear, "transactionId": cheap.transactionId, "receiptData": receipt,
+                ])
                 #expect([.forbidden, .serviceUnavailable].contains(response.status))
             }
             #expect(try await fixture.snapshot() == [], "a kept proof is no entitlement")
             _ = try await fixture.control.client.execute(uri: "/sim/faults", method: .delete)
 
             // Apple back: the real receipt still does not buy the expensive product …
-            let dear = try await fixture.post(["productId": Self.dear, "transactionId": cheap.transactionId, "receiptData": cheap.receiptData])
+            let dear = try await fixture.post([
+                "productId": Self.dear, "transactionId": cheap.transactionId, "receiptData": cheap.receiptData,
+            ])
             #expect(dear.status == .forbidden)
             #expect(try DownloadFixture.code(dear) == "product_mismatch")
             #expect(try await fixture.snapshot() == [])
@@ -132,20 +146,28 @@ import Glibc
             let refulfil = try await fixture.refulfilPendingJob(token: Self.adminToken)
             #expect(refulfil["state"] as? String == "done")
             #expect(try await fixture.ledger.fulfilment(cheap.transactionId)?.productID == Self.cheap)
-            let after = try await fixture.post(["productId": Self.dear, "transactionId": cheap.transactionId, "receiptData": cheap.receiptData])
+            let after = try await fixture.post([
+                "productId": Self.dear, "transactionId": cheap.transactionId, "receiptData": cheap.receiptData,
+            ])
             #expect(try DownloadFixture.code(after) == "product_mismatch")
             #expect(try await fixture.post(cheap).status == .ok, "the buyer gets what they bought")
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aStrangerWhoClaimsAVictimsTransactionFirstDoesNotLockTheVictimOut(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aStrangerWhoClaimsAVictimsTransactionFirstDoesNotLockTheVictimOut(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine) { fixture in
             let victim = try await fixture.control.purchase(Self.dear)
             let stranger = try await fixture.control.purchase(Self.cheap)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 1000])
-            _ = try await fixture.post(["productId": Self.cheap, "transactionId": victim.transactionId, "receiptData": stranger.receiptData])
+            _ = try await fixture.post([
+                "productId": Self.cheap, "transactionId": victim.transactionId, "receiptData": stranger.receiptData,
+            ])
             _ = try await fixture.control.client.execute(uri: "/sim/faults", method: .delete)
-            let response = try await fixture.post(["productId": Self.dear, "transactionId": victim.transactionId, "receiptData": victim.receiptData])
+            let response = try await fixture.post([
+                "productId": Self.dear, "transactionId": victim.transactionId, "receiptData": victim.receiptData,
+            ])
             #expect(response.status == .ok)
             #expect(Array(buffer: response.body) == ServerFixture.big)
             #expect(try await fixture.ledger.fulfilment(victim.transactionId)?.productID == Self.dear)
@@ -154,7 +176,9 @@ import Glibc
 
     // MARK: 5. Account binding is not optional
 
-    @Test(arguments: LedgerEngine.allCases) func aBoundTransactionIsRefusedToAClaimThatLeavesItsAccountOut(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aBoundTransactionIsRefusedToAClaimThatLeavesItsAccountOut(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine) { fixture in
             let owner = "8F2E6A4C-0000-4000-8000-000000000001"
             let purchase = try await fixture.control.purchase(["productId": Self.cheap, "appAccountToken": owner])
@@ -162,7 +186,9 @@ import Glibc
             #expect(anonymous.status == .conflict)
             #expect(try DownloadFixture.code(anonymous) == "transaction_claimed")
             #expect(try await fixture.snapshot() == [])
-            #expect(try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction, "appAccountToken": owner]).status == .ok)
+            #expect(
+                try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction, "appAccountToken": owner])
+                    .status == .ok)
             let before = try await fixture.settledSnapshot()
             // Known now: the fast path checks the account too.
             let again = try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction])
@@ -171,7 +197,8 @@ import Glibc
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aReceiptClaimedWithAnAccountNeedsThatAccountAfterwards(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aReceiptClaimedWithAnAccountNeedsThatAccountAfterwards(_ engine: LedgerEngine) async throws
+    {
         try await DownloadFixture.run(engine: engine) { fixture in
             let owner = "8F2E6A4C-0000-4000-8000-000000000001"
             let purchase = try await fixture.control.purchase(Self.cheap)
@@ -212,7 +239,9 @@ import Glibc
             var generator = SystemRandomNumberGenerator()
             for _ in 0..<40 {
                 let bytes = (0..<Int.random(in: 16...600, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
-                let response = try await fixture.post(["productId": Self.cheap, "transactionId": "2000000000000001", "receiptData": ByteEncoding.base64(bytes)])
+                let response = try await fixture.post([
+                    "productId": Self.cheap, "transactionId": "2000000000000001", "receiptData": ByteEncoding.base64(bytes),
+                ])
                 #expect(response.status == .forbidden)
                 #expect(try DownloadFixture.code(response) == "receipt_malformed")
             }
@@ -227,14 +256,16 @@ import Glibc
         try await DownloadFixture.run(engine: engine, Self.withAdmin) { fixture in
             let purchase = try await fixture.control.purchase(Self.cheap)
             #expect(try await fixture.post(purchase).status == .ok)
-            let revoke = try await fixture.admin(.post, "fulfilments/\(purchase.transactionId)/revoke", token: Self.adminToken, body: ["reason": "chargeback"])
+            let revoke = try await fixture.admin(
+                .post, "fulfilments/\(purchase.transactionId)/revoke", token: Self.adminToken, body: ["reason": "chargeback"])
             #expect(revoke.status == .ok)
             let refulfil = try await fixture.admin(.post, "fulfilments/\(purchase.transactionId)/refulfil", token: Self.adminToken)
             #expect(refulfil.status == .ok)
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
             #expect(try DownloadFixture.code(try await fixture.post(purchase)) == "revoked")
             // Only reinstate lifts it.
-            let reinstate = try await fixture.admin(.post, "fulfilments/\(purchase.transactionId)/reinstate", token: Self.adminToken, body: ["reason": "resolved"])
+            let reinstate = try await fixture.admin(
+                .post, "fulfilments/\(purchase.transactionId)/reinstate", token: Self.adminToken, body: ["reason": "resolved"])
             #expect(reinstate.status == .ok)
             #expect(try await fixture.post(purchase).status == .ok)
         }
@@ -246,12 +277,14 @@ import Glibc
             #expect(try await fixture.post(purchase).status == .ok)
             let notification = try await fixture.control.client.execute(
                 uri: "/sim/notifications", method: .post,
-                body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["type": "REFUND", "transactionId": purchase.transactionId])))
+                body: ByteBuffer(
+                    bytes: try JSONSerialization.data(withJSONObject: ["type": "REFUND", "transactionId": purchase.transactionId])))
             // Downloads with a verdict cached from before the refund race the notification.
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<12 { group.addTask { _ = try await fixture.post(purchase) } }
                 group.addTask {
-                    let applied = try await fixture.client.execute(uri: "/v1/notifications/appstore", method: .post, body: notification.body)
+                    let applied = try await fixture.client.execute(
+                        uri: "/v1/notifications/appstore", method: .post, body: notification.body)
                     #expect(applied.status == .ok)
                 }
                 try await group.waitForAll()
@@ -272,7 +305,8 @@ import Glibc
             let purchase = try await fixture.control.purchase(Self.cheap)
             let token = try #require(try await fixture.post(purchase).headers[.init("X-Download-Token")!])
             for start in 0..<40 {
-                _ = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=\(start)-\(start)"])
+                _ = try await fixture.get(
+                    "/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=\(start)-\(start)"])
             }
             #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.attempts == 41 })
             #expect(try await fixture.ledger.attempts(of: purchase.transactionId).count <= DownloadAttempt.keptPerTransaction)
@@ -308,7 +342,9 @@ import Glibc
         }
     }
 
-    private static func subscribeAndDownload(_ fixture: DownloadFixture, seconds: Int) async throws -> (SimulatorControl.Purchase, TestResponse) {
+    private static func subscribeAndDownload(_ fixture: DownloadFixture, seconds: Int) async throws -> (
+        SimulatorControl.Purchase, TestResponse
+    ) {
         let purchase = try await fixture.control.purchase(json: ["productId": DownloadFixture.book, "expiresInSeconds": seconds])
         return (purchase, try await fixture.post(purchase))
     }
@@ -321,7 +357,8 @@ import Glibc
         try await DownloadFixture.run(engine: engine) { fixture in
             for signed in [false, true] {
                 let purchase = try await fixture.control.purchase(json: ["productId": DownloadFixture.book, "expiresInSeconds": -60])
-                let response = signed
+                let response =
+                    signed
                     ? try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction])
                     : try await fixture.post(purchase)
                 #expect(response.status == .forbidden)
@@ -335,7 +372,9 @@ import Glibc
 /// Issue 8 items 6 and 9 through the live server: the per-client limit on upstream calls, the
 /// caps on concurrent downloads, and `--sandbox deny`.
 @Suite struct AttackLimitTests {
-    @Test(arguments: LedgerEngine.allCases) func aClientThatKeepsAskingAppleIsHeldBackButAProofOnRecordIsStillServed(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aClientThatKeepsAskingAppleIsHeldBackButAProofOnRecordIsStillServed(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine, { $0.upstreamRate = UpstreamRate(requests: 2, per: .seconds(3600)) }) { fixture in
             let honest = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(honest).status == .ok)
@@ -370,11 +409,19 @@ import Glibc
         _ = FileManager.default.createFile(atPath: configuration.catalogFolder + "/products.json", contents: Data(catalog.utf8))
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aTransactionAtItsDownloadLimitGets429UntilAStreamEnds(_ engine: LedgerEngine) async throws {
-        try await DownloadFixture.run(engine: engine, { Self.withHugeProduct(&$0); $0.maxDownloadsPerPurchase = 1 }) { fixture in
+    @Test(arguments: LedgerEngine.allCases) func aTransactionAtItsDownloadLimitGets429UntilAStreamEnds(_ engine: LedgerEngine) async throws
+    {
+        try await DownloadFixture.run(
+            engine: engine,
+            {
+                Self.withHugeProduct(&$0); $0.maxDownloadsPerPurchase = 1
+            }
+        ) { fixture in
             let purchase = try await fixture.control.purchase(Self.huge)
             // The buyer's first download breaks off early; the app resumes with its token.
-            let body = try JSONSerialization.data(withJSONObject: ["productId": Self.huge, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData])
+            let body = try JSONSerialization.data(withJSONObject: [
+                "productId": Self.huge, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData,
+            ])
             _ = try? await CurlHTTPClient(configuration: .init(maximumResponseBytes: 64 * 1024))
                 .send(UpstreamRequest(method: .post, url: "http://127.0.0.1:\(fixture.client.port!)/v1/downloads", body: Array(body)))
             #expect(try await fixture.eventually { try await !fixture.ledger.attempts(of: purchase.transactionId).isEmpty })
@@ -382,24 +429,30 @@ import Glibc
             // A client that asks for the file and does not read holds its one slot.
             var stalled: LimitsConnectionTests.RawConnection? = try LimitsConnectionTests.RawConnection(
                 port: try #require(fixture.client.port), receiveBuffer: 4096)
-            stalled?.send("GET /v1/downloads/\(purchase.transactionId)/content HTTP/1.1\r\nHost: s\r\nAuthorization: Bearer \(token)\r\n\r\n")
+            stalled?.send(
+                "GET /v1/downloads/\(purchase.transactionId)/content HTTP/1.1\r\nHost: s\r\nAuthorization: Bearer \(token)\r\n\r\n")
             let head = await stalled?.receive().map { String(decoding: $0.prefix(200), as: UTF8.self) }
             #expect(head?.hasPrefix("HTTP/1.1 200") == true, "\(head ?? "closed")")
             let before = try await fixture.snapshot()
-            let busy = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=0-9"])
+            let busy = try await fixture.get(
+                "/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=0-9"])
             #expect(busy.status == .tooManyRequests)
             #expect(try DownloadFixture.code(busy) == "too_many_downloads")
             #expect(busy.headers[.retryAfter] == "5")
             #expect(try await fixture.snapshot() == before, "a refused resume counts no attempt")
             // The stalled client goes away (closed with unread bytes: reset): its slot comes back.
             stalled = nil
-            #expect(try await fixture.eventually {
-                try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=0-9"]).status == .partialContent
-            })
+            #expect(
+                try await fixture.eventually {
+                    try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=0-9"])
+                        .status == .partialContent
+                })
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aSandboxPurchaseIsRefusedWhenTheOperatorDeniesTheSandbox(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aSandboxPurchaseIsRefusedWhenTheOperatorDeniesTheSandbox(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine, { $0.sandbox = .deny }) { fixture in
             let sandbox = try await fixture.control.purchase(DownloadFixture.book, environment: "Sandbox")
             let response = try await fixture.post(sandbox)

@@ -39,7 +39,8 @@ import StockroomTestSupport
             let client = ContractRecorder(router)
             let etag = try #require(try await client.execute(uri: "/v1/catalog", method: .get).headers[.eTag])
             for uri in ["/v1/catalog", "/v1/catalog/com.example.book"] {
-                let response = try await client.execute(uri: uri, method: .get, headers: [.ifNoneMatch: ifNoneMatch.replacingOccurrences(of: "SELF", with: etag)])
+                let response = try await client.execute(
+                    uri: uri, method: .get, headers: [.ifNoneMatch: ifNoneMatch.replacingOccurrences(of: "SELF", with: etag)])
                 #expect(response.status == .notModified)
                 #expect(response.body.readableBytes == 0)
                 #expect(response.headers[.eTag] == etag)

@@ -14,7 +14,7 @@ import Testing
 @testable import StockroomServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `CatalogFastPath` attacked: what it reads against what the HTTP decoder behind it reads, what
@@ -36,7 +36,9 @@ import Glibc
 
     /// A catalogue whose `GET /v1/catalog` body is about `title` bytes long.
     static func writeCatalogue(_ root: String, title: Int) throws {
-        let text = ServerFixture.catalog([ServerFixture.entry("com.example.book", file: "books/book.epub", title: String(repeating: "a", count: title))])
+        let text = ServerFixture.catalog([
+            ServerFixture.entry("com.example.book", file: "books/book.epub", title: String(repeating: "a", count: title))
+        ])
         try FileManager.default.createDirectory(atPath: root + "/catalog", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: root + "/content/books", withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: root + "/content/books/book.epub", contents: Data(ServerFixture.book))
@@ -51,7 +53,8 @@ import Glibc
         let server = try StockroomProcess.serve(
             try StockroomProcess.binary(), folder: root, port: port,
             arguments: [
-                "--upstream", "simulator", "--catalog", root + "/catalog", "--content", root + "/content", "--database", root + "/ledger.sqlite",
+                "--upstream", "simulator", "--catalog", root + "/catalog", "--content", root + "/content", "--database",
+                root + "/ledger.sqlite",
                 "--bundle-id", "com.example.stockroom.demo", "--upstream-rate", "off", "--log-level", "warning",
             ] + extra,
             environment: ["STOCKROOM_TOKEN_SECRET": ServerFixture.tokenSecret])
@@ -139,7 +142,8 @@ import Glibc
         let memoryAfter = Self.residentKiB(server.pid)
         #expect(
             queued <= 100,
-            "\(queued) of \(sent) answers (100 KB each) queued for a client that read none; server RSS \(memoryBefore) → \(memoryAfter) KiB")
+            "\(queued) of \(sent) answers (100 KB each) queued for a client that read none; server RSS \(memoryBefore) → \(memoryAfter) KiB"
+        )
         withExtendedLifetime(reader) {}
     }
 
@@ -175,7 +179,9 @@ import Glibc
             fast.send("GET /v1/catalog HTTP/1.1\r\n" + fields)
             let answer = await CatalogFastPathTests.read(1, from: fast).first?.status
             #expect(decoder == 400, "the decoder refuses 1,001 fields")
-            #expect(answer == decoder, "the fast path answered \(answer.map(String.init) ?? "nothing") where the decoder answers 400 and closes")
+            #expect(
+                answer == decoder, "the fast path answered \(answer.map(String.init) ?? "nothing") where the decoder answers 400 and closes"
+            )
         }
     }
 
@@ -201,7 +207,9 @@ import Glibc
             let fast = try RawConnection(port: port)
             fast.send(closing + next)
             let answers = await CatalogFastPathTests.read(3, from: fast).map(\.status)
-            #expect(decoder.first == 200 && !decoder.dropFirst().contains(200), "the decoder answers the request, then nothing after it: \(decoder)")
+            #expect(
+                decoder.first == 200 && !decoder.dropFirst().contains(200),
+                "the decoder answers the request, then nothing after it: \(decoder)")
             #expect(answers == decoder, "the fast path answers \(answers) where the decoder answers \(decoder)")
         }
     }
@@ -242,10 +250,13 @@ import Glibc
     @Test func theIdleTimeoutAfterMixedRequestsAndDuringASlowBody() async throws {
         // An idle timeout of 6 s and a body trickled over 8 s: the test's own sends run on the
         // suite's busy tasks, and a gap of several seconds between two bytes is idleness.
-        try await CatalogFastPathTests.withServer(idle: .seconds(6), {
-            $0.configuration.connectionLimits.bodyMinimumRate = 0
-            $0.configuration.connectionLimits.bodyTimeout = .seconds(60)
-        }) { _, port in
+        try await CatalogFastPathTests.withServer(
+            idle: .seconds(6),
+            {
+                $0.configuration.connectionLimits.bodyMinimumRate = 0
+                $0.configuration.connectionLimits.bodyTimeout = .seconds(60)
+            }
+        ) { _, port in
             let mixed = try RawConnection(port: port)
             mixed.send(Self.catalogue + "GET /healthz HTTP/1.1\r\nHost: stockroom\r\n\r\n" + Self.catalogue)
             #expect(await CatalogFastPathTests.read(3, from: mixed).map(\.status) == [200, 200, 200])
@@ -258,7 +269,9 @@ import Glibc
             let body = #"{"productId": "com.example.book"}"#
             slow.send(Self.catalogue)
             #expect(await CatalogFastPathTests.read(1, from: slow).first?.status == 200)
-            slow.send("POST /v1/downloads HTTP/1.1\r\nHost: stockroom\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n")
+            slow.send(
+                "POST /v1/downloads HTTP/1.1\r\nHost: stockroom\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+            )
             // The trickle on a thread of its own, not the suite's tasks (whose stalls are idleness).
             let (answer, took) = await CatalogFastPathTests.onThread { () -> (CatalogFastPathTests.Answer?, Duration) in
                 let start = ContinuousClock.now
@@ -269,7 +282,9 @@ import Glibc
                 return (CatalogFastPathTests.answerNow(slow), ContinuousClock.now - start)
             }
             #expect(took > .seconds(7), "the body took longer than the idle timeout")
-            #expect(answer?.status == 400, "answered after a body slower than the idle timeout, not cut: \(answer.map { "\($0.status)" } ?? "closed")")
+            #expect(
+                answer?.status == 400,
+                "answered after a body slower than the idle timeout, not cut: \(answer.map { "\($0.status)" } ?? "closed")")
         }
     }
 
@@ -320,7 +335,9 @@ import Glibc
         "GET /v1/catalog HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
     ]
 
-    static let interestingBytes: [UInt8] = [0x00, 0x09, 0x0A, 0x0D, 0x20, 0x3A, 0x2C, 0x22, 0x41, 0x61, 0x7F, 0x80, 0xFF, 0x3F, 0x23, 0x2F, 0x57, 0x0B, 0x0C]
+    static let interestingBytes: [UInt8] = [
+        0x00, 0x09, 0x0A, 0x0D, 0x20, 0x3A, 0x2C, 0x22, 0x41, 0x61, 0x7F, 0x80, 0xFF, 0x3F, 0x23, 0x2F, 0x57, 0x0B, 0x0C,
+    ]
 
     static let riskyLines: [String] = [
         "Content-Length: 0", "Content-Length: 5", "content-length:0", "Content-Length : 0", "Content-Length\t: 0", "Content_Length: 5",
@@ -368,14 +385,17 @@ import Glibc
             limits.maxHeaderListSize = 80 * 1024
             limits.maxHeaderFieldCount = 1000
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false, withEncoderConfiguration: .init(),
+                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                withEncoderConfiguration: .init(),
                 withDecoderLimitConfiguration: limits)
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             try channel.writeInbound(ByteBuffer(bytes: bytes + Array("GET /sentinel HTTP/1.1\r\nHost: s\r\n\r\n".utf8)))
             var parts: [HTTPRequestPart] = []
             while let part = try channel.readInbound(as: HTTPRequestPart.self) { parts.append(part) }
             guard case .head(let head) = parts.first else { return .failure(Divergence("no head: \(parts)")) }
-            guard let end = parts.firstIndex(where: { if case .end = $0 { true } else { false } }) else { return .failure(Divergence("no end")) }
+            guard let end = parts.firstIndex(where: { if case .end = $0 { true } else { false } }) else {
+                return .failure(Divergence("no end"))
+            }
             let body = parts[1..<end].contains { if case .body(let b) = $0 { b.readableBytes > 0 } else { false } }
             var sentinelNext = false
             if end + 1 < parts.count, case .head(let next) = parts[end + 1] { sentinelNext = next.path == "/sentinel" }
@@ -460,7 +480,9 @@ import Glibc
             for byte in UInt8(0)...UInt8(255) {
                 var bytes: [UInt8] = []
                 for unit in template.utf8 { if unit == UInt8(ascii: "@") { bytes.append(byte) } else { bytes.append(unit) } }
-                if let kind = Self.divergence(bytes) { divergences.append("\(String(decoding: bytes, as: UTF8.self).debugDescription): \(kind)") }
+                if let kind = Self.divergence(bytes) {
+                    divergences.append("\(String(decoding: bytes, as: UTF8.self).debugDescription): \(kind)")
+                }
             }
         }
         #expect(divergences.isEmpty, "\(divergences.joined(separator: "\n"))")

@@ -7,7 +7,7 @@ import Testing
 @testable import StockroomServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `GET /v1/catalog` on a live connection, answered on the event loop (`CatalogFastPath`), seen
@@ -195,7 +195,8 @@ import Glibc
         try await Self.withServer { fixture, port in
             let route = try await Self.routeAnswer(fixture)
             let connection = try RawConnection(port: port)
-            connection.send("HEAD /v1/catalog HTTP/1.1\r\nHost: stockroom\r\n\r\n" + "GET /v1/catalog?since=1 HTTP/1.1\r\nHost: stockroom\r\n\r\n")
+            connection.send(
+                "HEAD /v1/catalog HTTP/1.1\r\nHost: stockroom\r\n\r\n" + "GET /v1/catalog?since=1 HTTP/1.1\r\nHost: stockroom\r\n\r\n")
             let answers = await Self.read(2, from: connection, bodiless: [0])
             try #require(answers.count == 2)
             #expect(answers[0].status == 200 && answers[0].field("ETag") == route.etag && answers[0].body.isEmpty)
@@ -210,7 +211,9 @@ import Glibc
             let connection = try RawConnection(port: port)
             connection.send(Self.catalogue)
             #expect(await Self.read(1, from: connection).first?.field("ETag") == before.etag)
-            try fixture.root.write("catalog/products.json", ServerFixture.catalog([ServerFixture.entry("com.example.book", file: "books/book.epub", title: "Renamed")]))
+            try fixture.root.write(
+                "catalog/products.json",
+                ServerFixture.catalog([ServerFixture.entry("com.example.book", file: "books/book.epub", title: "Renamed")]))
             var etag = before.etag
             var body: [UInt8] = []
             for _ in 0..<200 where etag == before.etag {
@@ -301,7 +304,9 @@ import Glibc
     @Test func theServerCountsAndLogsTheAnswersAsTheRoutes() async throws {
         let folder = try TemporaryFolder()
         try folder.write("content/books/book.epub", ServerFixture.book)
-        try folder.write("catalog/products.json", ServerFixture.catalog([ServerFixture.entry("com.example.stockroom.demo.book", file: "books/book.epub")]))
+        try folder.write(
+            "catalog/products.json",
+            ServerFixture.catalog([ServerFixture.entry("com.example.stockroom.demo.book", file: "books/book.epub")]))
         let port = try StockroomProcess.freePort()
         let server = try StockroomProcess.serve(
             try StockroomProcess.binary(), folder: folder.path, port: port,

@@ -11,13 +11,14 @@ import Testing
         }
     }
 
-    @Test(arguments: [
-        ("GET /v1/catalog HTTP/1.1\r\nHost: a\r\n\r\n", nil),
-        ("GET /v1/catalog HTTP/1.1\r\n\r\n", nil),
-        ("GET /v1/catalog?since=1&x=%20 HTTP/1.1\r\nHost: a\r\n\r\n", nil),
-        ("GET /v1/catalog HTTP/1.1\r\nHost: a\r\nIf-None-Match:  \"abc\" \t\r\nAccept: */*\r\n\r\n", "\"abc\""),
-        ("GET /v1/catalog HTTP/1.1\r\nif-none-match: W/\"a\", \"b\"\r\nConnection: Keep-Alive\r\nX-Empty:\r\n\r\n", "W/\"a\", \"b\""),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("GET /v1/catalog HTTP/1.1\r\nHost: a\r\n\r\n", nil),
+            ("GET /v1/catalog HTTP/1.1\r\n\r\n", nil),
+            ("GET /v1/catalog?since=1&x=%20 HTTP/1.1\r\nHost: a\r\n\r\n", nil),
+            ("GET /v1/catalog HTTP/1.1\r\nHost: a\r\nIf-None-Match:  \"abc\" \t\r\nAccept: */*\r\n\r\n", "\"abc\""),
+            ("GET /v1/catalog HTTP/1.1\r\nif-none-match: W/\"a\", \"b\"\r\nConnection: Keep-Alive\r\nX-Empty:\r\n\r\n", "W/\"a\", \"b\""),
+        ] as [(String, String?)])
     func aPlainCatalogueRequestIsRead(text: String, ifNoneMatch: String?) throws {
         let request = try #require(Self.read(text + "GET /next"))
         #expect(request.length == text.utf8.count, "the next request's bytes are left where they are")

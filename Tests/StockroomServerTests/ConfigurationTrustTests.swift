@@ -14,7 +14,8 @@ import Testing
         fixture.configuration.upstream = ServerConfiguration().upstream
         #expect(fixture.configuration.upstream == .apple)
         try await fixture.application().test(.router) { client in
-            let purchase = try await client.execute(uri: "/simulator/sim/purchases", method: .post, body: ByteBuffer(string: #"{"productId": "com.example.book"}"#))
+            let purchase = try await client.execute(
+                uri: "/simulator/sim/purchases", method: .post, body: ByteBuffer(string: #"{"productId": "com.example.book"}"#))
             #expect(purchase.status == .notFound)
             let key = try await client.execute(uri: "/simulator/sim/api-key", method: .get)
             #expect(key.status == .notFound)
@@ -26,7 +27,8 @@ import Testing
         fixture.configuration.upstream = .simulator
         fixture.configuration.port = 18_080  // never bound: the router test framework has no socket
         try await fixture.application().test(.router) { client in
-            let purchase = try await client.execute(uri: "/simulator/sim/purchases", method: .post, body: ByteBuffer(string: #"{"productId": "com.example.book"}"#))
+            let purchase = try await client.execute(
+                uri: "/simulator/sim/purchases", method: .post, body: ByteBuffer(string: #"{"productId": "com.example.book"}"#))
             #expect(purchase.status == .created)
         }
     }
@@ -40,7 +42,8 @@ import Testing
         await #expect {
             _ = try await fixture.application()
         } throws: { error in
-            "\(error)" == #"the built-in simulator (--upstream simulator) is a test tool and serves only a loopback --host (127.0.0.1, ::1, localhost), not "\#(host)""#
+            "\(error)"
+                == #"the built-in simulator (--upstream simulator) is a test tool and serves only a loopback --host (127.0.0.1, ::1, localhost), not "\#(host)""#
         }
         #expect(!FileManager.default.fileExists(atPath: fixture.configuration.databaseLocation), "refused before the ledger is created")
     }
@@ -78,7 +81,9 @@ import Testing
     /// A live simulator, its trust (root and API key), and a download body carrying one of its
     /// signed transactions for `com.example.book`.
     static func withSignedPurchase(
-        _ body: @Sendable @escaping (SimulatorControl, (root: Certificate, credentials: AppStoreServerAPIClient.Credentials), Data) async throws -> Void
+        _ body:
+            @Sendable @escaping (SimulatorControl, (root: Certificate, credentials: AppStoreServerAPIClient.Credentials), Data) async throws
+            -> Void
     ) async throws {
         var simulator = SimulatorConfiguration()
         simulator.port = 0
@@ -88,7 +93,11 @@ import Testing
             let control = SimulatorControl(simulatorClient)
             let trust = try await control.trust(bundleID: bundleID)
             let purchase = try await control.purchase("com.example.book")
-            try await body(control, trust, try JSONSerialization.data(withJSONObject: ["productId": "com.example.book", "signedTransaction": purchase.signedTransaction]))
+            try await body(
+                control, trust,
+                try JSONSerialization.data(withJSONObject: [
+                    "productId": "com.example.book", "signedTransaction": purchase.signedTransaction,
+                ]))
         }
     }
 

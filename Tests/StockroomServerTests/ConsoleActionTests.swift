@@ -56,7 +56,8 @@ import Testing
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aFormWithoutTheSessionsCSRFTokenIs403AndChangesNothing(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aFormWithoutTheSessionsCSRFTokenIs403AndChangesNothing(_ engine: LedgerEngine) async throws
+    {
         try await DownloadFixture.run(engine: engine, { $0.adminToken = Self.token }) { fixture in
             let (browser, purchase) = try await Self.signedIn(fixture)
             var other = ConsoleClient(fixture.client)
@@ -65,7 +66,9 @@ import Testing
             let page = "/console/fulfilments/\(purchase.transactionId)"
             let before = try await fixture.settledSnapshot()
             let callsBefore = try await fixture.control.calls()
-            let forms: [KeyValuePairs<String, String>] = [["reason": "x"], ["csrf": "", "reason": "x"], ["csrf": "00", "reason": "x"], ["csrf": othersToken, "reason": "x"]]
+            let forms: [KeyValuePairs<String, String>] = [
+                ["reason": "x"], ["csrf": "", "reason": "x"], ["csrf": "00", "reason": "x"], ["csrf": othersToken, "reason": "x"],
+            ]
             for action in ["refulfil", "revoke", "reinstate"] {
                 for form in forms {
                     let response = try await browser.post("\(page)/\(action)", form: form)
@@ -75,7 +78,9 @@ import Testing
             }
             #expect(try await fixture.snapshot() == before)
             let callsAfter = try await fixture.control.calls()
-            #expect(callsAfter.production == callsBefore.production && callsAfter.sandbox == callsBefore.sandbox, "no re-verification was asked for")
+            #expect(
+                callsAfter.production == callsBefore.production && callsAfter.sandbox == callsBefore.sandbox,
+                "no re-verification was asked for")
         }
     }
 
@@ -87,13 +92,34 @@ import Testing
             let before = try await fixture.settledSnapshot()
             let cases: [(String, String, String, HTTPResponse.Status, String)] = [
                 (page + "/revoke", ConsoleClient.encode(["csrf": csrf]), "application/x-www-form-urlencoded", .badRequest, "bad_request"),
-                (page + "/revoke", ConsoleClient.encode(["csrf": csrf, "reason": "   "]), "application/x-www-form-urlencoded", .badRequest, "bad_request"),
-                (page + "/reinstate", ConsoleClient.encode(["csrf": csrf, "reason": String(repeating: "r", count: 501)]), "application/x-www-form-urlencoded", .badRequest, "bad_request"),
-                (page + "/revoke", ConsoleClient.encode(["csrf": csrf, "reason": "a\u{7}b"]), "application/x-www-form-urlencoded", .badRequest, "bad_request"),
-                ("/console/fulfilments/2999/refulfil", ConsoleClient.encode(["csrf": csrf]), "application/x-www-form-urlencoded", .notFound, "unknown_transaction"),
-                ("/console/fulfilments/a%20b/revoke", ConsoleClient.encode(["csrf": csrf, "reason": "x"]), "application/x-www-form-urlencoded", .badRequest, "bad_request"),
-                (page + "/revoke", #"{"csrf": "\#(csrf)", "reason": "x"}"#, "application/json", .unsupportedMediaType, "unsupported_media_type"),
-                (page + "/revoke", ConsoleClient.encode(["csrf": csrf, "reason": String(repeating: "r", count: 20_000)]), "application/x-www-form-urlencoded", .contentTooLarge, "body_too_large"),
+                (
+                    page + "/revoke", ConsoleClient.encode(["csrf": csrf, "reason": "   "]), "application/x-www-form-urlencoded",
+                    .badRequest, "bad_request"
+                ),
+                (
+                    page + "/reinstate", ConsoleClient.encode(["csrf": csrf, "reason": String(repeating: "r", count: 501)]),
+                    "application/x-www-form-urlencoded", .badRequest, "bad_request"
+                ),
+                (
+                    page + "/revoke", ConsoleClient.encode(["csrf": csrf, "reason": "a\u{7}b"]), "application/x-www-form-urlencoded",
+                    .badRequest, "bad_request"
+                ),
+                (
+                    "/console/fulfilments/2999/refulfil", ConsoleClient.encode(["csrf": csrf]), "application/x-www-form-urlencoded",
+                    .notFound, "unknown_transaction"
+                ),
+                (
+                    "/console/fulfilments/a%20b/revoke", ConsoleClient.encode(["csrf": csrf, "reason": "x"]),
+                    "application/x-www-form-urlencoded", .badRequest, "bad_request"
+                ),
+                (
+                    page + "/revoke", #"{"csrf": "\#(csrf)", "reason": "x"}"#, "application/json", .unsupportedMediaType,
+                    "unsupported_media_type"
+                ),
+                (
+                    page + "/revoke", ConsoleClient.encode(["csrf": csrf, "reason": String(repeating: "r", count: 20_000)]),
+                    "application/x-www-form-urlencoded", .contentTooLarge, "body_too_large"
+                ),
             ]
             for (uri, body, type, status, code) in cases {
                 let response = try await browser.post(uri, body: body, contentType: type)

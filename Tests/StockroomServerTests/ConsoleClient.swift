@@ -33,7 +33,9 @@ struct ConsoleClient: Sendable {
         try await post(uri, body: Self.encode(form), headers: headers)
     }
 
-    func post(_ uri: String, body: String, contentType: String = "application/x-www-form-urlencoded", headers: HTTPFields = [:]) async throws -> TestResponse {
+    func post(_ uri: String, body: String, contentType: String = "application/x-www-form-urlencoded", headers: HTTPFields = [:])
+        async throws -> TestResponse
+    {
         var headers = headers
         headers[.contentType] = contentType
         if let cookie { headers[.cookie] = cookie }
@@ -43,7 +45,9 @@ struct ConsoleClient: Sendable {
     /// The CSRF token in the hidden field of the page at `uri`.
     func csrfToken(on uri: String = "/console") async throws -> String {
         let page = String(buffer: try await get(uri).body)
-        guard let range = page.range(of: #"name="csrf" value="([0-9a-f]+)""#, options: .regularExpression) else { throw Missing(what: "csrf field on \(uri)") }
+        guard let range = page.range(of: #"name="csrf" value="([0-9a-f]+)""#, options: .regularExpression) else {
+            throw Missing(what: "csrf field on \(uri)")
+        }
         return String(page[range].dropFirst(#"name="csrf" value=""#.count).dropLast())
     }
 

@@ -23,16 +23,20 @@ import Testing
             for (id, product) in [("1", "com.example.book"), ("2", "com.example.book"), ("3", "com.example.film")] {
                 _ = try await ledger.claim(Self.proof(id, product: product), terms: Self.download, now: Self.now)
             }
-            try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100, now: Date())
-            try await ledger.recordDelivery("2", report: DeliveryReport(range: 0...99, bytesSent: 40, complete: false), fileSize: 100, now: Date())
-            try await ledger.recordDelivery("3", report: DeliveryReport(range: 0...9, bytesSent: 10, complete: true), fileSize: 10, now: Date())
+            try await ledger.recordDelivery(
+                "1", report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100, now: Date())
+            try await ledger.recordDelivery(
+                "2", report: DeliveryReport(range: 0...99, bytesSent: 40, complete: false), fileSize: 100, now: Date())
+            try await ledger.recordDelivery(
+                "3", report: DeliveryReport(range: 0...9, bytesSent: 10, complete: true), fileSize: 10, now: Date())
             let insights = test.ledger
 
             let hours = try await insights.deliveriesPerHour(since: Date().addingTimeInterval(-24 * 3600))
             #expect(hours.reduce(0) { $0 + $1.complete } == 2)
             #expect(hours.reduce(0) { $0 + $1.interrupted } == 1)
             #expect(hours.reduce(Int64(0)) { $0 + $1.bytes } == 150)
-            #expect(hours.allSatisfy { $0.hour.timeIntervalSince1970.truncatingRemainder(dividingBy: 3600) == 0 }, "buckets start on the hour")
+            #expect(
+                hours.allSatisfy { $0.hour.timeIntervalSince1970.truncatingRemainder(dividingBy: 3600) == 0 }, "buckets start on the hour")
             #expect(try await insights.deliveriesPerHour(since: Date().addingTimeInterval(3600)).isEmpty, "nothing after now")
 
             let tallies = try await insights.productTallies(limit: 1)
@@ -64,7 +68,8 @@ import Testing
             #expect(last.rows.map(\.transactionID) == ["t1"])
 
             #expect(try await insights.fulfilmentPage(FulfilmentPageQuery(state: .revoked)).rows.map(\.transactionID) == ["t2"])
-            #expect(try await insights.fulfilmentPage(FulfilmentPageQuery(productID: "com.example.film")).rows.map(\.transactionID) == ["t5"])
+            #expect(
+                try await insights.fulfilmentPage(FulfilmentPageQuery(productID: "com.example.film")).rows.map(\.transactionID) == ["t5"])
             let window = FulfilmentPageQuery(from: day.addingTimeInterval(2 * 3600), to: day.addingTimeInterval(4 * 3600))
             #expect(try await insights.fulfilmentPage(window).rows.map(\.transactionID) == ["t3", "t2"], "from is inclusive, to exclusive")
 
@@ -79,14 +84,17 @@ import Testing
             let ledger = test.ledger
             _ = try await ledger.claim(Self.proof("r1", original: "o1"), terms: Self.download, now: Self.now)
             _ = try await ledger.recordNotification(
-                NotificationRecord(uuid: "n1", type: "REFUND", subtype: nil, transactionID: "o1", originalTransactionID: "o1"), outcome: "revoked",
+                NotificationRecord(uuid: "n1", type: "REFUND", subtype: nil, transactionID: "o1", originalTransactionID: "o1"),
+                outcome: "revoked",
                 now: Self.now)
             _ = try await ledger.recordNotification(
-                NotificationRecord(uuid: "n2", type: "REFUND", subtype: nil, transactionID: "x", originalTransactionID: "x"), outcome: "revoked",
+                NotificationRecord(uuid: "n2", type: "REFUND", subtype: nil, transactionID: "x", originalTransactionID: "x"),
+                outcome: "revoked",
                 now: Self.now)
             _ = try await ledger.keepPendingProof(
                 PendingProofDraft(
-                    transactionID: "r1", digest: "d1", kind: .receipt, proof: "p", requestedProductID: "com.example.book", appAccountToken: nil,
+                    transactionID: "r1", digest: "d1", kind: .receipt, proof: "p", requestedProductID: "com.example.book",
+                    appAccountToken: nil,
                     error: "upstream down"), now: Self.now)
             let insights = test.ledger
 

@@ -36,7 +36,8 @@ import Testing
             let today = String(Date().ISO8601Format().prefix(10))
             let row = #"<tr data-transaction="\#(purchase.transactionId)">"#
             let shown: [(String, Bool)] = [
-                ("/console/fulfilments", true), ("/console/fulfilments?state=delivered", true), ("/console/fulfilments?state=revoked", false),
+                ("/console/fulfilments", true), ("/console/fulfilments?state=delivered", true),
+                ("/console/fulfilments?state=revoked", false),
                 ("/console/fulfilments?product=com.example.book", true), ("/console/fulfilments?product=com.example.big", false),
                 ("/console/fulfilments?from=\(today)&to=\(today)", true), ("/console/fulfilments?to=2001-01-01", false),
                 ("/console/fulfilments?state=&product=&from=&to=&page=1", true), ("/console/fulfilments?page=2", false),
@@ -46,12 +47,15 @@ import Testing
                 #expect(response.status == .ok, "\(uri)")
                 #expect(String(buffer: response.body).contains(row) == present, "\(uri)")
             }
-            #expect(String(buffer: try await browser.get("/console/fulfilments?state=delivered").body).contains("<option selected>delivered</option>"))
+            #expect(
+                String(buffer: try await browser.get("/console/fulfilments?state=delivered").body).contains(
+                    "<option selected>delivered</option>"))
         }
     }
 
     @Test(arguments: [
-        "/console/fulfilments?state=shipped", "/console/fulfilments?page=0", "/console/fulfilments?page=10001", "/console/fulfilments?page=x",
+        "/console/fulfilments?state=shipped", "/console/fulfilments?page=0", "/console/fulfilments?page=10001",
+        "/console/fulfilments?page=x",
         "/console/fulfilments?from=yesterday", "/console/fulfilments?to=2026-13-45", "/console/fulfilments/a%20b",
         "/console/fulfilments?product=" + String(repeating: "p", count: 201),
     ])
@@ -67,7 +71,9 @@ import Testing
 
     /// A transaction the ledger knows only by a proof kept during an outage has a page (it was a
     /// 404): the kept proofs, and re-fulfil, which verifies them once the App Store answers again.
-    @Test(arguments: LedgerEngine.allCases) func aTransactionWithOnlyAKeptProofHasAPageAndIsReFulfilledFromIt(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aTransactionWithOnlyAKeptProofHasAPageAndIsReFulfilledFromIt(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine, { $0.adminToken = Self.token }) { fixture in
             let (browser, _) = try await ConsoleActionTests.signedIn(fixture)
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
@@ -97,7 +103,8 @@ import Testing
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aTransactionsPageShowsItsTimelineProofAndNotifications(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aTransactionsPageShowsItsTimelineProofAndNotifications(_ engine: LedgerEngine) async throws
+    {
         try await DownloadFixture.run(engine: engine, { $0.adminToken = Self.token }) { fixture in
             let (browser, purchase) = try await ConsoleActionTests.signedIn(fixture)
             let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
@@ -106,14 +113,18 @@ import Testing
             let page = String(buffer: response.body)
             #expect(page.contains(#"<code id="proof-digest">\#(try #require(row.proofDigest))</code>"#))
             #expect(!page.contains(purchase.receiptData.prefix(40)), "never the receipt itself")
-            for event in ["recorded", "verified", "attempt-complete", "delivered", "updated"] { #expect(page.contains(#"data-event="\#(event)""#), "\(event)") }
+            for event in ["recorded", "verified", "attempt-complete", "delivered", "updated"] {
+                #expect(page.contains(#"data-event="\#(event)""#), "\(event)")
+            }
             #expect(page.contains("by the App Store (Production)"))
             #expect(page.contains("No App Store notification names this purchase."))
             for action in ["refulfil", "revoke", "reinstate"] {
                 #expect(page.contains(#"action="/console/fulfilments/\#(purchase.transactionId)/\#(action)""#))
             }
             #expect(!page.contains("data-flash"), "no flash without an action")
-            #expect(!String(buffer: try await browser.get("/console/fulfilments/\(purchase.transactionId)?done=%3Cscript%3E").body).contains("<script>"))
+            #expect(
+                !String(buffer: try await browser.get("/console/fulfilments/\(purchase.transactionId)?done=%3Cscript%3E").body).contains(
+                    "<script>"))
 
             let missing = try await browser.get("/console/fulfilments/2999")
             #expect(missing.status == .notFound)

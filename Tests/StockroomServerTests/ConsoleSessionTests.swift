@@ -25,7 +25,10 @@ import Testing
         let parts = value.split(separator: ".").map(String.init)
         let later = [parts[0], String(Int64(parts[1])! + 86_400 * 365), parts[2], parts[3]].joined(separator: ".")
         #expect(sessions.session(from: later, now: now) == nil, "the expiry is signed")
-        for hostile in ["", "v1", "v1...", value + "0", "v2." + value.dropFirst(3), String(repeating: "v1.1.", count: 100), "v1.99999999999999999999.0.0"] {
+        for hostile in [
+            "", "v1", "v1...", value + "0", "v2." + value.dropFirst(3), String(repeating: "v1.1.", count: 100),
+            "v1.99999999999999999999.0.0",
+        ] {
             #expect(sessions.session(from: hostile, now: now) == nil, "\(hostile.prefix(40))")
         }
     }

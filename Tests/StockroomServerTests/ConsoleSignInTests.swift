@@ -40,7 +40,9 @@ import Testing
     }
 
     @Test func behindATrustedTLSProxyTheCookieIsSecure() async throws {
-        try await DownloadFixture.run({ $0.adminToken = Self.token; $0.trustedProxies = try! TrustedProxies(parsing: ["127.0.0.1"]) }) { fixture in
+        try await DownloadFixture.run({
+            $0.adminToken = Self.token; $0.trustedProxies = try! TrustedProxies(parsing: ["127.0.0.1"])
+        }) { fixture in
             // The test client connects from 127.0.0.1, as the nginx of deploy/ does.
             let browser = ConsoleClient(fixture.client)
             let response = try await browser.post(
@@ -54,7 +56,8 @@ import Testing
             let browser = ConsoleClient(fixture.client)
             let response = try await browser.post(
                 "/console/login", form: ["token": Self.token], headers: [.xForwardedProto: "https"])
-            #expect(try !#require(response.headers[.setCookie]).contains("Secure"), "no --trusted-proxy: the header is the client's own word")
+            #expect(
+                try !#require(response.headers[.setCookie]).contains("Secure"), "no --trusted-proxy: the header is the client's own word")
         }
     }
 
@@ -97,13 +100,16 @@ import Testing
         try await DownloadFixture.run({ $0.adminToken = Self.token }) { fixture in
             var browser = ConsoleClient(fixture.client)
             let responses = [
-                try await browser.get("/console/login"), try await browser.signIn(token: "wrong"), try await browser.signIn(token: Self.token),
-                try await browser.get("/console"), try await browser.get("/console/fulfilments"), try await browser.get("/console/fulfilments/404"),
+                try await browser.get("/console/login"), try await browser.signIn(token: "wrong"),
+                try await browser.signIn(token: Self.token),
+                try await browser.get("/console"), try await browser.get("/console/fulfilments"),
+                try await browser.get("/console/fulfilments/404"),
                 try await browser.get("/console/fulfilments?state=lost"),
             ]
             for response in responses {
                 let policy = try #require(response.headers[.contentSecurityPolicy])
-                #expect(policy.contains("default-src 'none'") && !policy.contains("script-src") && policy.contains("frame-ancestors 'none'"))
+                #expect(
+                    policy.contains("default-src 'none'") && !policy.contains("script-src") && policy.contains("frame-ancestors 'none'"))
                 #expect(response.headers[.xFrameOptions] == "DENY")
                 #expect(response.headers[.cacheControl] == "no-store")
                 #expect(response.headers[.referrerPolicy] == "no-referrer")

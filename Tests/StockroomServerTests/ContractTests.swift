@@ -17,17 +17,18 @@ import Testing
             let document = try #require(try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any])
             #expect(document["openapi"] as? String == "3.1.0")
             let paths = Set((document["paths"] as? [String: Any] ?? [:]).keys)
-            #expect(paths == [
-                "/healthz", "/metrics", "/openapi.json", "/v1/catalog", "/v1/catalog/{productId}", "/v1/downloads",
-                "/v1/downloads/{transactionId}", "/v1/downloads/{transactionId}/content", "/v1/downloads/{transactionId}/ack",
-                "/v1/notifications/appstore", "/v1/restores", "/v1/admin/fulfilments", "/v1/admin/fulfilments/{transactionId}",
-                "/v1/admin/fulfilments/{transactionId}/refulfil", "/v1/admin/fulfilments/{transactionId}/revoke",
-                "/v1/admin/fulfilments/{transactionId}/reinstate", "/v1/admin/pending-proofs", "/v1/admin/pending-proofs/refulfil",
-                "/v1/admin/jobs/{jobId}",
-                "/console", "/console/login", "/console/logout", "/console/fulfilments", "/console/fulfilments/{transactionId}",
-                "/console/fulfilments/{transactionId}/refulfil", "/console/fulfilments/{transactionId}/revoke",
-                "/console/fulfilments/{transactionId}/reinstate",
-            ])
+            #expect(
+                paths == [
+                    "/healthz", "/metrics", "/openapi.json", "/v1/catalog", "/v1/catalog/{productId}", "/v1/downloads",
+                    "/v1/downloads/{transactionId}", "/v1/downloads/{transactionId}/content", "/v1/downloads/{transactionId}/ack",
+                    "/v1/notifications/appstore", "/v1/restores", "/v1/admin/fulfilments", "/v1/admin/fulfilments/{transactionId}",
+                    "/v1/admin/fulfilments/{transactionId}/refulfil", "/v1/admin/fulfilments/{transactionId}/revoke",
+                    "/v1/admin/fulfilments/{transactionId}/reinstate", "/v1/admin/pending-proofs", "/v1/admin/pending-proofs/refulfil",
+                    "/v1/admin/jobs/{jobId}",
+                    "/console", "/console/login", "/console/logout", "/console/fulfilments", "/console/fulfilments/{transactionId}",
+                    "/console/fulfilments/{transactionId}/refulfil", "/console/fulfilments/{transactionId}/revoke",
+                    "/console/fulfilments/{transactionId}/reinstate",
+                ])
         }
     }
 }

@@ -33,9 +33,10 @@ import Testing
         try await Self.withUpstream { server, rootFile in
             let findings = await Doctor(configuration: server.configuration, trustRootFiles: [rootFile]).run()
             #expect(Self.failed(findings) == [], "\(findings)")
-            #expect(findings.map(\.check) == [
-                "catalogue", "trust root \(rootFile)", "Server API key", "shared secret", "database", "disk space", "upstream", "clock",
-            ])
+            #expect(
+                findings.map(\.check) == [
+                    "catalogue", "trust root \(rootFile)", "Server API key", "shared secret", "database", "disk space", "upstream", "clock",
+                ])
             #expect(findings[0].detail.hasPrefix("2 products"))
             #expect(!FileManager.default.fileExists(atPath: server.configuration.databaseLocation))
             #expect(!FileManager.default.fileExists(atPath: server.configuration.digestCachePath))
@@ -78,7 +79,8 @@ import Testing
         try await Self.withUpstream { server, rootFile in
             try server.root.write(
                 "catalog/products.json",
-                #"{"products": [{"productId": "com.example.monthly", "title": "Monthly", "type": "auto-renewable", "file": "books/book.epub"}]}"#)
+                #"{"products": [{"productId": "com.example.monthly", "title": "Monthly", "type": "auto-renewable", "file": "books/book.epub"}]}"#
+            )
             var configuration = server.configuration
             #expect(Self.failed(await Doctor(configuration: configuration, trustRootFiles: [rootFile]).run()) == ["shared secret"])
             configuration.sharedSecret = "0123456789abcdef0123456789abcdef"
@@ -90,10 +92,14 @@ import Testing
 
     @Test func aClockMoreThanAMinuteFromTheUpstreamsFails() async throws {
         try await Self.withUpstream { server, rootFile in
-            let ahead = await Doctor(configuration: server.configuration, trustRootFiles: [rootFile], now: { Date().addingTimeInterval(120) }).run()
+            let ahead = await Doctor(
+                configuration: server.configuration, trustRootFiles: [rootFile], now: { Date().addingTimeInterval(120) }
+            ).run()
             #expect(Self.failed(ahead) == ["clock"])
             #expect(ahead.last?.detail.hasPrefix("+12") == true)
-            let behind = await Doctor(configuration: server.configuration, trustRootFiles: [rootFile], now: { Date().addingTimeInterval(-30) }).run()
+            let behind = await Doctor(
+                configuration: server.configuration, trustRootFiles: [rootFile], now: { Date().addingTimeInterval(-30) }
+            ).run()
             #expect(Self.failed(behind) == [])
         }
         let doctor = Doctor(configuration: ServerConfiguration(), trustRootFiles: [], now: { Date(timeIntervalSince1970: 1_795_000_000) })
@@ -120,7 +126,8 @@ import Testing
 
     /// A loaded test machine is slow, not a lost database: reachable cases wait as the server
     /// fixture's do; the unreachable case passes a short timeout of its own.
-    static func run(_ server: ServerFixture, rootFile: String, database: String, timeout: Duration = .seconds(30)) async -> [Doctor.Finding] {
+    static func run(_ server: ServerFixture, rootFile: String, database: String, timeout: Duration = .seconds(30)) async -> [Doctor.Finding]
+    {
         var configuration = server.configuration
         configuration.databaseLocation = database
         configuration.databaseTimeout = timeout

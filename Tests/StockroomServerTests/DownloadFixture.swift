@@ -45,7 +45,10 @@ struct DownloadFixture: Sendable {
                 let configured = server
                 return try await configured.application().test(mode) { client in
                     try await configured.withLedger { ledger in
-                        try await body(DownloadFixture(control: control, client: ContractRecorder(client), ledger: ledger, databaseLocation: configured.configuration.databaseLocation))
+                        try await body(
+                            DownloadFixture(
+                                control: control, client: ContractRecorder(client), ledger: ledger,
+                                databaseLocation: configured.configuration.databaseLocation))
                     }
                 }
             }
@@ -53,7 +56,8 @@ struct DownloadFixture: Sendable {
     }
 
     func post(_ fields: [String: String]) async throws -> TestResponse {
-        try await client.execute(uri: "/v1/downloads", method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fields)))
+        try await client.execute(
+            uri: "/v1/downloads", method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fields)))
     }
 
     func post(_ purchase: SimulatorControl.Purchase, product: String = book, transaction: Bool = true) async throws -> TestResponse {
@@ -85,7 +89,9 @@ struct DownloadFixture: Sendable {
     func snapshot() async throws -> [String] {
         var lines: [String] = []
         for row in try await ledger.list(FulfilmentListQuery(limit: 10_000)).sorted(by: { $0.transactionID < $1.transactionID }) {
-            lines.append("\(row.transactionID) \(row.state.rawValue) attempts=\(row.attempts) bytes=\(row.bytesDelivered) error=\(row.lastError ?? "")")
+            lines.append(
+                "\(row.transactionID) \(row.state.rawValue) attempts=\(row.attempts) bytes=\(row.bytesDelivered) error=\(row.lastError ?? "")"
+            )
             for attempt in try await ledger.attempts(of: row.transactionID) {
                 lines.append("  \(attempt.rangeStart ?? -1)-\(attempt.rangeEnd ?? -1) \(attempt.bytes) \(attempt.outcome.rawValue)")
             }
@@ -139,7 +145,8 @@ struct DownloadFixture: Sendable {
 
     /// A token minted with the test secret, e.g. already expired.
     static func token(_ transactionID: String, product: String = book, issuedAt: Date = Date()) -> String {
-        DownloadTokenSigner(key: Array(ServerFixture.tokenSecret.utf8)).token(transactionID: transactionID, productID: product, now: issuedAt)
+        DownloadTokenSigner(key: Array(ServerFixture.tokenSecret.utf8)).token(
+            transactionID: transactionID, productID: product, now: issuedAt)
     }
 }
 
@@ -148,7 +155,9 @@ extension SimulatorControl {
     /// as a test (never the server) may.
     func trust(bundleID: String) async throws -> (root: Certificate, credentials: AppStoreServerAPIClient.Credentials) {
         let pem = String(buffer: try await client.execute(uri: "/sim/root.pem", method: .get).body)
-        let key = try JSONSerialization.jsonObject(with: Data(buffer: try await client.execute(uri: "/sim/api-key", method: .get).body)) as? [String: String]
+        let key =
+            try JSONSerialization.jsonObject(with: Data(buffer: try await client.execute(uri: "/sim/api-key", method: .get).body))
+            as? [String: String]
         let credentials = AppStoreServerAPIClient.Credentials(
             issuerID: key?["issuerId"] ?? "", keyID: key?["keyId"] ?? "", bundleID: bundleID,
             privateKey: try ECPrivateKey(pem: key?["privateKey"] ?? ""))

@@ -95,7 +95,10 @@ import Testing
                 (nil, .unauthorized, "token_missing"),
                 ("garbage", .forbidden, "token_invalid"),
                 (otherToken, .forbidden, "token_invalid"),
-                (DownloadFixture.token(purchase.transactionId, issuedAt: Date(timeIntervalSinceNow: -7200)), .unauthorized, "token_expired"),
+                (
+                    DownloadFixture.token(purchase.transactionId, issuedAt: Date(timeIntervalSinceNow: -7200)), .unauthorized,
+                    "token_expired"
+                ),
             ]
             for (token, status, code) in cases {
                 let response = try await fixture.get(uri, token: token)
@@ -121,21 +124,28 @@ import Testing
             #expect(try DownloadFixture.json(ack)["safeToFinish"] as? Bool == true)
             #expect(try await fixture.ack(purchase.transactionId, token: token).status == .ok, "ack is idempotent")
             // An expired but authentic token still reads the status.
-            let late = try await fixture.get("/v1/downloads/\(purchase.transactionId)", token: DownloadFixture.token(purchase.transactionId, issuedAt: Date(timeIntervalSinceNow: -7200)))
+            let late = try await fixture.get(
+                "/v1/downloads/\(purchase.transactionId)",
+                token: DownloadFixture.token(purchase.transactionId, issuedAt: Date(timeIntervalSinceNow: -7200)))
             #expect(try DownloadFixture.json(late)["state"] as? String == "acknowledged")
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aClientThatDisconnectsLeavesTheTransactionVerifiedWithItsBytesLogged(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aClientThatDisconnectsLeavesTheTransactionVerifiedWithItsBytesLogged(
+        _ engine: LedgerEngine
+    ) async throws {
         // 128 MiB: more than socket and channel buffers can swallow for a client that stopped.
         try await DownloadFixture.run(engine: engine, AttackLimitTests.withHugeProduct) { fixture in
             let product = AttackLimitTests.huge
             let size = Int64(128 << 20)
             let purchase = try await fixture.control.purchase(product)
-            let body = try JSONSerialization.data(withJSONObject: ["productId": product, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData])
+            let body = try JSONSerialization.data(withJSONObject: [
+                "productId": product, "transactionId": purchase.transactionId, "receiptData": purchase.receiptData,
+            ])
             let impatient = CurlHTTPClient(configuration: .init(maximumResponseBytes: 256 * 1024))
             await #expect(throws: UpstreamError.responseTooLarge(limit: 256 * 1024)) {
-                _ = try await impatient.send(UpstreamRequest(method: .post, url: "http://127.0.0.1:\(fixture.client.port!)/v1/downloads", body: Array(body)))
+                _ = try await impatient.send(
+                    UpstreamRequest(method: .post, url: "http://127.0.0.1:\(fixture.client.port!)/v1/downloads", body: Array(body)))
             }
             #expect(try await fixture.eventually { try await !fixture.ledger.attempts(of: purchase.transactionId).isEmpty })
             let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
@@ -148,7 +158,8 @@ import Testing
             let early = try await fixture.ack(purchase.transactionId, token: token)
             #expect(early.status == .conflict)
             #expect(try DownloadFixture.code(early) == "not_delivered")
-            let rest = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=-4096"])
+            let rest = try await fixture.get(
+                "/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=-4096"])
             #expect(rest.status == .partialContent)
             #expect(Array(buffer: rest.body) == [UInt8](repeating: 0, count: 4096))
             #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
@@ -177,12 +188,15 @@ import Testing
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aPendingReceiptIsKeptUnderItsTransactionIDEvenWhenTheAppNamesNone(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aPendingReceiptIsKeptUnderItsTransactionIDEvenWhenTheAppNamesNone(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 10])
             #expect(try await fixture.post(purchase, transaction: false).status == .serviceUnavailable)
-            let kept = try #require(try await fixture.ledger.pendingProofs(status: .pending, limit: 10).first, "the ID read from the receipt itself")
+            let kept = try #require(
+                try await fixture.ledger.pendingProofs(status: .pending, limit: 10).first, "the ID read from the receipt itself")
             #expect(kept.transactionID == purchase.transactionId)
             #expect(kept.proof == purchase.receiptData)
         }
@@ -194,9 +208,15 @@ import Testing
             let book = try await fixture.control.purchase(DownloadFixture.book)
             let garbage = ByteEncoding.base64(Array("not a receipt".utf8))
             let cases: [([String: String], String)] = [
-                (["productId": DownloadFixture.book, "transactionId": foreign.transactionId, "receiptData": foreign.receiptData], "bundle_mismatch"),
+                (
+                    ["productId": DownloadFixture.book, "transactionId": foreign.transactionId, "receiptData": foreign.receiptData],
+                    "bundle_mismatch"
+                ),
                 (["productId": "com.example.big", "receiptData": book.receiptData], "product_not_in_receipt"),
-                (["productId": DownloadFixture.book, "transactionId": "2999", "receiptData": book.receiptData], "transaction_not_in_receipt"),
+                (
+                    ["productId": DownloadFixture.book, "transactionId": "2999", "receiptData": book.receiptData],
+                    "transaction_not_in_receipt"
+                ),
                 (["productId": DownloadFixture.book, "transactionId": "2999", "receiptData": garbage], "receipt_malformed"),
             ]
             for (fields, code) in cases {
@@ -213,12 +233,17 @@ import Testing
     /// transaction the receipt lists under another ID is found by its original transaction and
     /// product, and named in `X-Transaction-Id`; another chain's original finds nothing, and a
     /// malformed one is a 400.
-    @Test(arguments: LedgerEngine.allCases) func aTransactionTheReceiptListsUnderAnotherIDIsFoundByItsOriginalAndProduct(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aTransactionTheReceiptListsUnderAnotherIDIsFoundByItsOriginalAndProduct(
+        _ engine: LedgerEngine
+    ) async throws {
         try await DownloadFixture.run(engine: engine) { fixture in
             let book = try await fixture.control.purchase(DownloadFixture.book)
             let other = try await fixture.control.purchase(DownloadFixture.book)
             func post(original: String) async throws -> TestResponse {
-                try await fixture.post(["productId": DownloadFixture.book, "transactionId": "2999", "originalTransactionId": original, "receiptData": book.receiptData])
+                try await fixture.post([
+                    "productId": DownloadFixture.book, "transactionId": "2999", "originalTransactionId": original,
+                    "receiptData": book.receiptData,
+                ])
             }
             let wrong = try await post(original: other.originalTransactionId)
             #expect(wrong.status == .forbidden)
@@ -245,7 +270,9 @@ import Testing
             let token = try #require(try await fixture.post(purchase).headers[.init("X-Download-Token")!])
             #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
             _ = try await fixture.ledger.revoke(
-                RevokedPurchase(transactionID: purchase.transactionId, originalTransactionID: purchase.originalTransactionId, productID: nil, bundleID: nil, environment: nil),
+                RevokedPurchase(
+                    transactionID: purchase.transactionId, originalTransactionID: purchase.originalTransactionId, productID: nil,
+                    bundleID: nil, environment: nil),
                 cause: .operatorAction, reason: "test", now: Date())
             let before = try await fixture.snapshot()
             let responses = [
@@ -266,7 +293,9 @@ import Testing
         try await DownloadFixture.run(engine: engine) { fixture in
             let original = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(original).status == .ok)
-            let restore = try await fixture.control.purchase(["productId": DownloadFixture.book, "originalTransactionId": original.transactionId])
+            let restore = try await fixture.control.purchase([
+                "productId": DownloadFixture.book, "originalTransactionId": original.transactionId,
+            ])
             let restored = try await fixture.post(restore)
             #expect(restored.status == .ok, "a restore is served as the same purchase")
             #expect(try await fixture.ledger.fulfilment(restore.transactionId)?.originalTransactionID == original.transactionId)
@@ -274,39 +303,42 @@ import Testing
             try await fixture.control.refund(original.transactionId)
             let fresh = try await fixture.control.purchase(["productId": DownloadFixture.book, "deviceId": original.deviceId])
             // A newer receipt of the device tells of the refund; the ledger revokes the purchase.
-            let response = try await fixture.post(["productId": DownloadFixture.book, "transactionId": original.transactionId, "receiptData": fresh.receiptData])
+            let response = try await fixture.post([
+                "productId": DownloadFixture.book, "transactionId": original.transactionId, "receiptData": fresh.receiptData,
+            ])
             #expect(try DownloadFixture.code(response) == "revoked")
             #expect(try await fixture.ledger.fulfilment(original.transactionId)?.state == .revoked)
             #expect(try await fixture.ledger.fulfilment(restore.transactionId)?.state == .revoked)
         }
     }
 
-    @Test(arguments: [
-        (#"not json"#, HTTPResponse.Status.badRequest, "bad_request"),
-        (#"[]"#, .badRequest, "bad_request"),
-        (#"{}"#, .badRequest, "bad_request"),
-        (#"{"productId": 5, "receiptData": "AAAA"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "receiptData": "AAAA", "consent": "yes"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "receiptData": "AAAA", "consent": 1}"#, .badRequest, "bad_request"),
-        (#"{"productId": "bad..id", "receiptData": "AAAA"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "receiptData": "AAAA", "signedTransaction": "a.b.c"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "receiptData": "%%%"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "receiptData": ""}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "receiptData": " \n\t "}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "receiptData": "QUJD!"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "receiptData": "QUJD=QUJD"}"#, .forbidden, "receipt_malformed"),
-        (#"{"productId": "com.example.book", "receiptData": "AAAA", "transactionId": "../x"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "receiptData": "AAAA", "transactionId": ".."}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "receiptData": "AAAA", "originalTransactionId": "1.2"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "signedTransaction": "not-a-jws"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "signedTransaction": "a.b"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "signedTransaction": "a.b.c.d"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "signedTransaction": "a..b."}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "signedTransaction": "a.b.c", "appAccountToken": "nope"}"#, .badRequest, "bad_request"),
-        (#"{"productId": "com.example.book", "signedTransaction": "a.b.c"}"#, .forbidden, "jws_malformed"),
-        (#"{"productId": "com.example.nope", "receiptData": "AAAA"}"#, .notFound, "unknown_product"),
-    ], LedgerEngine.allCases)
+    @Test(
+        arguments: [
+            (#"not json"#, HTTPResponse.Status.badRequest, "bad_request"),
+            (#"[]"#, .badRequest, "bad_request"),
+            (#"{}"#, .badRequest, "bad_request"),
+            (#"{"productId": 5, "receiptData": "AAAA"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "receiptData": "AAAA", "consent": "yes"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "receiptData": "AAAA", "consent": 1}"#, .badRequest, "bad_request"),
+            (#"{"productId": "bad..id", "receiptData": "AAAA"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "receiptData": "AAAA", "signedTransaction": "a.b.c"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "receiptData": "%%%"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "receiptData": ""}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "receiptData": " \n\t "}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "receiptData": "QUJD!"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "receiptData": "QUJD=QUJD"}"#, .forbidden, "receipt_malformed"),
+            (#"{"productId": "com.example.book", "receiptData": "AAAA", "transactionId": "../x"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "receiptData": "AAAA", "transactionId": ".."}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "receiptData": "AAAA", "originalTransactionId": "1.2"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "signedTransaction": "not-a-jws"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "signedTransaction": "a.b"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "signedTransaction": "a.b.c.d"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "signedTransaction": "a..b."}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "signedTransaction": "a.b.c", "appAccountToken": "nope"}"#, .badRequest, "bad_request"),
+            (#"{"productId": "com.example.book", "signedTransaction": "a.b.c"}"#, .forbidden, "jws_malformed"),
+            (#"{"productId": "com.example.nope", "receiptData": "AAAA"}"#, .notFound, "unknown_product"),
+        ], LedgerEngine.allCases)
     func badRequestsAreRefusedAndChangeNothing(_ request: (String, HTTPResponse.Status, String), engine: LedgerEngine) async throws {
         let (body, status, code) = request
         try await DownloadFixture.run(engine: engine) { fixture in
@@ -326,7 +358,9 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func oversizedBodiesAndBadPathsAreRefused(_ engine: LedgerEngine) async throws {
         try await DownloadFixture.run(engine: engine) { fixture in
             let tooLarge = try await fixture.client.execute(
-                uri: "/v1/downloads", method: .post, body: ByteBuffer(string: #"{"productId": "com.example.book", "receiptData": ""# + String(repeating: "A", count: 1 << 20) + #""}"#))
+                uri: "/v1/downloads", method: .post,
+                body: ByteBuffer(
+                    string: #"{"productId": "com.example.book", "receiptData": ""# + String(repeating: "A", count: 1 << 20) + #""}"#))
             #expect(tooLarge.status == .contentTooLarge)
             #expect(try DownloadFixture.code(tooLarge) == "body_too_large")
             let badID = try await fixture.get("/v1/downloads/a%20b/content", token: "x")
@@ -344,7 +378,9 @@ import Testing
         try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             // Wrapped in the white space a client may add: the proof kept is the JWS alone.
-            let response = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": "\n \(purchase.signedTransaction)\r\n"])
+            let response = try await fixture.post([
+                "productId": DownloadFixture.book, "signedTransaction": "\n \(purchase.signedTransaction)\r\n",
+            ])
             #expect(response.status == .ok)
             #expect(Array(buffer: response.body) == ServerFixture.book)
             let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
@@ -368,7 +404,10 @@ import Testing
             let cases: [([String: String], String)] = [
                 (["productId": "com.example.big", "signedTransaction": tampered], "jws_bad_signature"),
                 (["productId": DownloadFixture.book, "signedTransaction": level.signedTransaction], "product_mismatch"),
-                (["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction, "transactionId": "2999"], "transaction_not_in_receipt"),
+                (
+                    ["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction, "transactionId": "2999"],
+                    "transaction_not_in_receipt"
+                ),
             ]
             for (fields, code) in cases {
                 let response = try await fixture.post(fields)
@@ -382,7 +421,8 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func aRevokedSignedTransactionRevokesThePurchase(_ engine: LedgerEngine) async throws {
         try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
-            #expect(try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction]).status == .ok)
+            #expect(
+                try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction]).status == .ok)
             let revoked = try await fixture.control.refund(purchase.transactionId)
             let response = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": revoked])
             #expect(response.status == .forbidden)
@@ -416,7 +456,9 @@ import Testing
             #expect(stranger.status == .conflict)
             #expect(try DownloadFixture.code(stranger) == "transaction_claimed")
             #expect(try await fixture.snapshot() == [])
-            let ownerResponse = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction, "appAccountToken": owner])
+            let ownerResponse = try await fixture.post([
+                "productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction, "appAccountToken": owner,
+            ])
             #expect(ownerResponse.status == .ok)
         }
     }
@@ -441,7 +483,9 @@ import Testing
                 do { return .success(try await fixture.get(status, token: token)) } catch { return .failure(error) }
             }
             let lost = try #require(answered, "the request was answered").get()
-            #expect(ContinuousClock.now - started < .seconds(25), "the lease timeout (5 s) with room for busy cores, not the call deadline (30 s)")
+            #expect(
+                ContinuousClock.now - started < .seconds(25),
+                "the lease timeout (5 s) with room for busy cores, not the call deadline (30 s)")
             #expect(lost.status == .serviceUnavailable)
             #expect(try DownloadFixture.code(lost) == "ledger_unavailable")
             #expect(Int(lost.headers[.retryAfter] ?? "") ?? 0 >= 1)

@@ -39,13 +39,17 @@ import Testing
                 if round % 2 == 0 {
                     _ = try await SQLiteDatabase.backup(path: fixture.databaseLocation, to: path)
                 } else {
-                    reports.append(try await StockroomProcess.run(binary, ["ledger", "backup", "--database", fixture.databaseLocation, path], environment: [:]))
+                    reports.append(
+                        try await StockroomProcess.run(
+                            binary, ["ledger", "backup", "--database", fixture.databaseLocation, path], environment: [:]))
                 }
             }
             // At least one more download recorded before the last backup ended.
             while recorded.value == atFirstBackup { try await Task.sleep(for: .milliseconds(20)) }
             let path = folder.path + "/ledger-3.sqlite"
-            reports.append(try await StockroomProcess.run(binary, ["ledger", "backup", "--database", fixture.databaseLocation, path], environment: [:]))
+            reports.append(
+                try await StockroomProcess.run(
+                    binary, ["ledger", "backup", "--database", fixture.databaseLocation, path], environment: [:]))
             buyers.cancel()
             try await buyers.value
             #expect(reports.allSatisfy { $0.hasPrefix("backed up ") && $0.contains(" fulfilments, ") }, "\(reports)")
@@ -70,7 +74,9 @@ import Testing
             restored.configuration.serverAPICredentials = trust.credentials
             let upstreamCalls = try await fixture.control.calls().total
             try await restored.application().test(.live) { client in
-                let body = try JSONSerialization.data(withJSONObject: ["productId": DownloadFixture.book, "receiptData": before.receiptData, "transactionId": before.transactionId])
+                let body = try JSONSerialization.data(withJSONObject: [
+                    "productId": DownloadFixture.book, "receiptData": before.receiptData, "transactionId": before.transactionId,
+                ])
                 let response = try await client.execute(uri: "/v1/downloads", method: .post, body: ByteBuffer(bytes: body))
                 #expect(response.status == .ok)
                 #expect(Array(buffer: response.body) == ServerFixture.book)
@@ -85,15 +91,19 @@ import Testing
             #expect(try await fixture.post(purchase).status == .ok)
             let snapshot = try await fixture.settledSnapshot()
             let binary = try StockroomProcess.binary()
-            for (path, reason) in [(fixture.databaseLocation, "is the live ledger itself"), ("/nonexistent-\(UUID())/ledger.sqlite", "does not exist")] {
+            for (path, reason) in [
+                (fixture.databaseLocation, "is the live ledger itself"), ("/nonexistent-\(UUID())/ledger.sqlite", "does not exist"),
+            ] {
                 await #expect {
-                    _ = try await StockroomProcess.run(binary, ["ledger", "backup", "--database", fixture.databaseLocation, path], environment: [:])
+                    _ = try await StockroomProcess.run(
+                        binary, ["ledger", "backup", "--database", fixture.databaseLocation, path], environment: [:])
                 } throws: { error in
                     "\(error)".contains(reason)
                 }
             }
             await #expect {
-                _ = try await StockroomProcess.run(binary, ["ledger", "backup", "--database", "postgres://stockroom@127.0.0.1:9/none", "/tmp/x.sqlite"], environment: [:])
+                _ = try await StockroomProcess.run(
+                    binary, ["ledger", "backup", "--database", "postgres://stockroom@127.0.0.1:9/none", "/tmp/x.sqlite"], environment: [:])
             } throws: { error in
                 "\(error)".contains("pg_dump")
             }

@@ -105,9 +105,12 @@ import Testing
     @Test func aFinishThatAppleRateLimitsWaitsForRetryAfterAndIsSentAgain() async throws {
         try await DownloadFixture.run { fixture in
             let (purchase, token) = try await Self.buyAndDownload(fixture)
-            try await fixture.control.fault(["kind": "http-status", "status": 429, "retryAfterSeconds": 1, "count": 1, "endpoint": "finish"])
+            try await fixture.control.fault([
+                "kind": "http-status", "status": 429, "retryAfterSeconds": 1, "count": 1, "endpoint": "finish",
+            ])
             #expect(try await fixture.ack(purchase.transactionId, token: token).status == .ok)
-            #expect(try await Self.eventually { try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .finish)).first?.attempts == 1 })
+            #expect(
+                try await Self.eventually { try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .finish)).first?.attempts == 1 })
             let waiting = try #require(try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .finish)).first)
             #expect(waiting.status == .queued)
             #expect(waiting.lastError?.contains("429") == true)
@@ -175,7 +178,9 @@ import Testing
 
     // MARK: Notifications
 
-    @Test(arguments: LedgerEngine.allCases) func aOneTimeChargeEntitlesBeforeTheAppAsksSoTheFirstDownloadCallsNobody(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aOneTimeChargeEntitlesBeforeTheAppAsksSoTheFirstDownloadCallsNobody(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine) { fixture in
             let url = #"{"url": "http://127.0.0.1:\#(fixture.client.port!)/v1/notifications/appstore"}"#
             _ = try await fixture.control.client.execute(uri: "/sim/notification-url", method: .put, body: ByteBuffer(string: url))
@@ -212,24 +217,35 @@ import Testing
         try await DownloadFixture.run { fixture in
             let (purchase, _) = try await Self.buyAndDownload(fixture)
             let refund = try await Self.mint(
-                fixture, ["type": "REFUND", "transactionId": purchase.transactionId, "revocationType": "REFUND_PRORATED", "revocationPercentage": 50_000])
+                fixture,
+                [
+                    "type": "REFUND", "transactionId": purchase.transactionId, "revocationType": "REFUND_PRORATED",
+                    "revocationPercentage": 50_000,
+                ])
             #expect(try await Self.deliver(fixture, refund).status == .ok)
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
         }
     }
 
     @Test func aProratedRefundKeepsTheContentUnderKeepEvenWhenReverified() async throws {
-        try await DownloadFixture.run({ $0.proratedRefund = .keep; $0.reverifyInterval = .zero }) { fixture in
+        try await DownloadFixture.run({
+            $0.proratedRefund = .keep; $0.reverifyInterval = .zero
+        }) { fixture in
             let (purchase, _) = try await Self.buyAndDownload(fixture)
             let refund = try await Self.mint(
-                fixture, ["type": "REFUND", "transactionId": purchase.transactionId, "revocationType": "REFUND_PRORATED", "revocationPercentage": 50_000])
+                fixture,
+                [
+                    "type": "REFUND", "transactionId": purchase.transactionId, "revocationType": "REFUND_PRORATED",
+                    "revocationPercentage": 50_000,
+                ])
             #expect(try await Self.deliver(fixture, refund).status == .ok)
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered)
             // Apple's current view shows the revocation; under keep, a fresh download still goes out.
             let again = try await fixture.post(["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction])
             #expect(again.status == .ok)
             // A full refund still revokes.
-            let full = try await Self.mint(fixture, ["type": "REFUND", "transactionId": purchase.transactionId, "revocationType": "REFUND_FULL"])
+            let full = try await Self.mint(
+                fixture, ["type": "REFUND", "transactionId": purchase.transactionId, "revocationType": "REFUND_FULL"])
             #expect(try await Self.deliver(fixture, full).status == .ok)
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
         }
@@ -238,29 +254,36 @@ import Testing
     @Test func aFamilyRevocationRevokes() async throws {
         try await DownloadFixture.run { fixture in
             let (purchase, token) = try await Self.buyAndDownload(fixture)
-            let revoke = try await Self.mint(fixture, ["type": "REVOKE", "transactionId": purchase.transactionId, "revocationType": "FAMILY_REVOKE"])
+            let revoke = try await Self.mint(
+                fixture, ["type": "REVOKE", "transactionId": purchase.transactionId, "revocationType": "FAMILY_REVOKE"])
             #expect(try await Self.deliver(fixture, revoke).status == .ok)
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
-            #expect(try DownloadFixture.code(try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token)) == "revoked")
+            #expect(
+                try DownloadFixture.code(try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token))
+                    == "revoked")
         }
     }
 
     // MARK: Reconcile
 
-    @Test(arguments: LedgerEngine.allCases) func afterMissedNotificationsAHistorySyncMakesTheLedgerConverge(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func afterMissedNotificationsAHistorySyncMakesTheLedgerConverge(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine) { fixture in
             let (kept, _) = try await Self.buyAndDownload(fixture)
             let (refunded, _) = try await Self.buyAndDownload(fixture)
             // The server is unreachable for Apple: every notification fails and stays in Apple's history.
             _ = try await fixture.control.client.execute(
-                uri: "/sim/notification-url", method: .put, body: ByteBuffer(string: #"{"url": "http://127.0.0.1:9/v1/notifications/appstore"}"#))
+                uri: "/sim/notification-url", method: .put,
+                body: ByteBuffer(string: #"{"url": "http://127.0.0.1:9/v1/notifications/appstore"}"#))
             try await fixture.control.refund(refunded.transactionId)
             let charged = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.ledger.fulfilment(refunded.transactionId)?.state == .delivered)
             #expect(try await fixture.ledger.fulfilment(charged.transactionId) == nil)
 
             let sync = try await Self.sync(fixture)
-            let first = try await sync.run(NotificationHistoryQuery(start: Date().addingTimeInterval(-3600), end: Date()), environment: .production)
+            let first = try await sync.run(
+                NotificationHistoryQuery(start: Date().addingTimeInterval(-3600), end: Date()), environment: .production)
             // Every purchase's ONE_TIME_CHARGE (never delivered either) and the refund, oldest first.
             #expect(first.applied == 4)
             #expect(first.effects["revoked"] == 1)
@@ -271,7 +294,8 @@ import Testing
 
             // Idempotent: a second sync applies nothing and changes nothing.
             let before = try await fixture.settledSnapshot()
-            let second = try await sync.run(NotificationHistoryQuery(start: Date().addingTimeInterval(-3600), end: Date()), environment: .production)
+            let second = try await sync.run(
+                NotificationHistoryQuery(start: Date().addingTimeInterval(-3600), end: Date()), environment: .production)
             #expect(second.applied == 0)
             #expect(second.duplicates == first.seen)
             #expect(try await fixture.snapshot() == before)
@@ -283,7 +307,8 @@ import Testing
         let trust = try await fixture.control.trust(bundleID: "com.example.stockroom.demo")
         let client = AppStoreServerAPIClient(
             credentials: trust.credentials, endpoints: .base(fixture.control.baseURL), transport: CurlHTTPClient(),
-            policy: RetryPolicy(maximumAttempts: 2, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(60)),
+            policy: RetryPolicy(
+                maximumAttempts: 2, initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(20), totalBudget: .seconds(60)),
             cacheInterval: .zero)
         let entitlements = Entitlements(
             ledger: fixture.ledger, receipts: UnusedReceiptVerifier(),
@@ -294,7 +319,8 @@ import Testing
 
     static func notificationUUID(of payload: String) -> String? {
         let parts = payload.split(separator: ".")
-        var text = String(parts.count == 3 ? parts[1] : "").replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        var text = String(parts.count == 3 ? parts[1] : "").replacingOccurrences(of: "-", with: "+").replacingOccurrences(
+            of: "_", with: "/")
         while text.count % 4 != 0 { text += "=" }
         guard parts.count == 3, let bytes = Data(base64Encoded: text),
             let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]

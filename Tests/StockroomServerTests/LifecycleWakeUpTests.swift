@@ -31,7 +31,8 @@ import Testing
         let waited = await Self.timed { await wakeUps.wait(upTo: .seconds(60)) }
         #expect(waited >= .milliseconds(100) && waited < .seconds(30), "woken by the signal after \(waited)")
         try await signaller.value
-        #expect(await Self.timed { await wakeUps.wait(upTo: .milliseconds(150)) } >= .milliseconds(150), "and the next wait lasts its limit")
+        #expect(
+            await Self.timed { await wakeUps.wait(upTo: .milliseconds(150)) } >= .milliseconds(150), "and the next wait lasts its limit")
     }
 
     @Test func aCancelledWaiterReturnsAtOnce() async {

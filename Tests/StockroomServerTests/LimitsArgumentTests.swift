@@ -19,7 +19,9 @@ import Testing
     }
 
     @Test func aRefusalSaysHowToWriteIt() {
-        #expect(DurationArgumentError(text: "soon").description == #""soon" is not a duration: write a whole number and s, m, h or d, such as 0s, 5m, 24h"#)
+        #expect(
+            DurationArgumentError(text: "soon").description
+                == #""soon" is not a duration: write a whole number and s, m, h or d, such as 0s, 5m, 24h"#)
         #expect(DurationArgumentError(text: "9999d", kind: .tooLong).description == #""9999d" is longer than 3650d"#)
     }
 

@@ -15,7 +15,9 @@ import Testing
 
     @Test func behindATrustedProxyItIsTheLastHopThatProxyAdded() {
         #expect(ClientAddress.of(peer: Self.proxy, forwardedFor: "198.51.100.1", trusting: Self.loopback) == "198.51.100.1")
-        #expect(ClientAddress.of(peer: Self.proxy, forwardedFor: "1.2.3.4, 198.51.100.1", trusting: Self.loopback) == "198.51.100.1", "the client's own entries come first")
+        #expect(
+            ClientAddress.of(peer: Self.proxy, forwardedFor: "1.2.3.4, 198.51.100.1", trusting: Self.loopback) == "198.51.100.1",
+            "the client's own entries come first")
         #expect(ClientAddress.of(peer: Self.proxy, forwardedFor: "2001:db8::5", trusting: Self.loopback) == "2001:db8:0:0::/64")
     }
 

@@ -5,7 +5,7 @@ import Testing
 @testable import StockroomServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Idle and header timeouts, seen from a raw socket on loopback: no connection is held open

@@ -31,7 +31,8 @@ import Testing
             // What needs no upstream call is not limited: a repeat of a verified claim, a resume.
             #expect(try await fixture.post(first).status == .ok)
             let token = try #require(served.headers[.init("X-Download-Token")!])
-            let resume = try await fixture.get("/v1/downloads/\(first.transactionId)/content", token: token, headers: [.range: "bytes=0-99"])
+            let resume = try await fixture.get(
+                "/v1/downloads/\(first.transactionId)/content", token: token, headers: [.range: "bytes=0-99"])
             #expect(resume.status == .partialContent)
         }
     }

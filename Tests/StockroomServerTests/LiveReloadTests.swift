@@ -47,7 +47,8 @@ import StockroomCore
             let replacement = sampleBytes(count: 20_001, seed: 3)
             try fixture.root.write("content/books/book.epub", replacement)
             let digest = ByteEncoding.hex(SHA256.hash(replacement))
-            #expect(try await Self.waitForCatalog(client) { $0.first?["sha256"] as? String == digest && $0.first?["size"] as? Int == 20_001 })
+            #expect(
+                try await Self.waitForCatalog(client) { $0.first?["sha256"] as? String == digest && $0.first?["size"] as? Int == 20_001 })
         }
     }
 
@@ -64,7 +65,9 @@ import StockroomCore
             #expect(Array(buffer: during.body) == Array(buffer: before.body))
 
             // Fixing the file is picked up again.
-            try fixture.root.write("catalog/products.json", ServerFixture.catalog([ServerFixture.entry("com.example.book", file: "books/book.epub", title: "Fixed")]))
+            try fixture.root.write(
+                "catalog/products.json",
+                ServerFixture.catalog([ServerFixture.entry("com.example.book", file: "books/book.epub", title: "Fixed")]))
             #expect(try await Self.waitForCatalog(client) { $0.first?["title"] as? String == "Fixed" })
         }
     }

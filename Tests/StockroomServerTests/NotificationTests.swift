@@ -19,7 +19,9 @@ import Testing
         try await fixture.client.execute(uri: "/v1/notifications/appstore", method: .post, body: body)
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aRefundThroughTheSimulatorsNotificationRevokesTheDownload(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aRefundThroughTheSimulatorsNotificationRevokesTheDownload(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let token = try #require(try await fixture.post(purchase).headers[.init("X-Download-Token")!])
@@ -58,7 +60,8 @@ import Testing
             #expect(try await fixture.post(purchase).status == .ok)
             _ = try await Self.deliver(fixture, try await Self.notification(fixture, type: "REVOKE", transactionId: purchase.transactionId))
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked)
-            _ = try await Self.deliver(fixture, try await Self.notification(fixture, type: "REFUND_REVERSED", transactionId: purchase.transactionId))
+            _ = try await Self.deliver(
+                fixture, try await Self.notification(fixture, type: "REFUND_REVERSED", transactionId: purchase.transactionId))
             #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .verified)
             #expect(try await fixture.post(purchase).status == .ok)
         }
@@ -82,14 +85,16 @@ import Testing
             #expect(try await fixture.post(purchase).status == .ok)
             #expect(try await fixture.eventually { try await fixture.ledger.attempts(of: purchase.transactionId).count == 1 })
             let before = try await fixture.snapshot()
-            let response = try await Self.deliver(fixture, try await Self.notification(fixture, type: "CONSUMPTION_REQUEST", transactionId: purchase.transactionId))
+            let response = try await Self.deliver(
+                fixture, try await Self.notification(fixture, type: "CONSUMPTION_REQUEST", transactionId: purchase.transactionId))
             #expect(response.status == .ok)
             #expect(String(buffer: response.body) == #"{"status":"recorded"}"#)
             #expect(try await fixture.snapshot() == before)
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func notificationsThatDoNotVerifyAreRefusedAndChangeNothing(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func notificationsThatDoNotVerifyAreRefusedAndChangeNothing(_ engine: LedgerEngine) async throws
+    {
         try await DownloadFixture.run(engine: engine) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             #expect(try await fixture.post(purchase).status == .ok)
@@ -97,12 +102,17 @@ import Testing
             let genuine = String(buffer: try await Self.notification(fixture, type: "REFUND", transactionId: purchase.transactionId))
             let object = try JSONSerialization.jsonObject(with: Data(genuine.utf8)) as! [String: String]
             let parts = object["signedPayload"]!.split(separator: ".").map(String.init)
-            let payload = String(decoding: ByteEncoding.decodeBase64(parts[1])!, as: UTF8.self).replacingOccurrences(of: "REFUND", with: "REVOKE")
+            let payload = String(decoding: ByteEncoding.decodeBase64(parts[1])!, as: UTF8.self).replacingOccurrences(
+                of: "REFUND", with: "REVOKE")
             let forged = #"{"signedPayload": "\#(parts[0]).\#(ByteEncoding.base64URL(Array(payload.utf8))).\#(parts[2])"}"#
             let before = try await fixture.snapshot()
-            let cases: [(String, String)] = [(forged, "jws_bad_signature"), (#"{"signedPayload": "a.b.c"}"#, "jws_malformed"), (#"{}"#, "bad_request"), ("nope", "bad_request")]
+            let cases: [(String, String)] = [
+                (forged, "jws_bad_signature"), (#"{"signedPayload": "a.b.c"}"#, "jws_malformed"), (#"{}"#, "bad_request"),
+                ("nope", "bad_request"),
+            ]
             for (body, code) in cases {
-                let response = try await fixture.client.execute(uri: "/v1/notifications/appstore", method: .post, body: ByteBuffer(string: body))
+                let response = try await fixture.client.execute(
+                    uri: "/v1/notifications/appstore", method: .post, body: ByteBuffer(string: body))
                 #expect(response.status == .badRequest)
                 #expect(try DownloadFixture.code(response) == code)
             }

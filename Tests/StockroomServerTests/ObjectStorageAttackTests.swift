@@ -24,7 +24,8 @@ import Testing
         _ configuration: inout ServerConfiguration, _ bucket: (store: ScratchBucket.Store, client: S3Client), delivery: ContentDelivery
     ) {
         configuration.contentFolder = "s3://\(bucket.client.bucket)/shop"
-        configuration.objectStore = try? ObjectStoreSettings(endpoint: bucket.store.endpoint, region: "us-east-1", credentials: bucket.store.credentials)
+        configuration.objectStore = try? ObjectStoreSettings(
+            endpoint: bucket.store.endpoint, region: "us-east-1", credentials: bucket.store.credentials)
         configuration.contentDelivery = delivery
         configuration.objectPollInterval = .milliseconds(200)
     }
@@ -46,20 +47,26 @@ import Testing
         let bucket = try await Self.bucket()
         try await DownloadFixture.run(engine: .sqlite, { Self.configure(&$0, bucket, delivery: .redirect) }) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
-            let claim: [String: Any] = ["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction, "consent": true]
+            let claim: [String: Any] = [
+                "productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction, "consent": true,
+            ]
             let response = try await fixture.client.execute(
                 uri: "/v1/downloads", method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: claim)))
             #expect(response.status == .seeOther)
             let location = try #require(response.headers[.location])
             // The buyer takes the whole file from the store, with no credential, and never acknowledges.
-            let whole = try await CurlHTTPClient(configuration: .init(maximumResponseBytes: 16 << 20)).send(UpstreamRequest(method: .get, url: location))
+            let whole = try await CurlHTTPClient(configuration: .init(maximumResponseBytes: 16 << 20)).send(
+                UpstreamRequest(method: .get, url: location))
             #expect(whole.status == 200)
             #expect(whole.body == ServerFixture.book)
 
             // Then asks Apple for a refund.
             let minted = try await fixture.control.client.execute(
                 uri: "/sim/notifications", method: .post,
-                body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["type": "CONSUMPTION_REQUEST", "transactionId": purchase.transactionId])))
+                body: ByteBuffer(
+                    bytes: try JSONSerialization.data(withJSONObject: [
+                        "type": "CONSUMPTION_REQUEST", "transactionId": purchase.transactionId,
+                    ])))
             #expect(minted.status == .created)
             #expect(try await fixture.client.execute(uri: "/v1/notifications/appstore", method: .post, body: minted.body).status == .ok)
             let deadline = ContinuousClock.now + .seconds(15)
@@ -169,7 +176,8 @@ import Testing
             { configuration in
                 configuration.contentFolder = "s3://fakebucket/shop"
                 configuration.objectStore = try? ObjectStoreSettings(
-                    endpoint: "http://127.0.0.1:\(storePort)", region: "us-east-1", credentials: .init(accessKeyID: "AKID", secretAccessKey: "secret"))
+                    endpoint: "http://127.0.0.1:\(storePort)", region: "us-east-1",
+                    credentials: .init(accessKeyID: "AKID", secretAccessKey: "secret"))
                 configuration.contentDelivery = .stream
             }
         ) { fixture in
@@ -178,7 +186,8 @@ import Testing
             #expect(claimed.status == .ok)
             let token = try #require(claimed.headers[.init("X-Download-Token")!])
             let port = try #require(fixture.client.port)
-            let raw = try await ChildProcess.run("/usr/bin/python3", [reader, String(port), "/v1/downloads/\(purchase.transactionId)/content", token])
+            let raw = try await ChildProcess.run(
+                "/usr/bin/python3", [reader, String(port), "/v1/downloads/\(purchase.transactionId)/content", token])
             // "HTTP/1.1 206 Partial Content ['Content-Length: 100'] N": N bytes came after the head.
             let received = Int(raw.output.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? "") ?? -1
             #expect(raw.output.contains("206"), "\(raw.output)")
@@ -196,18 +205,21 @@ import Testing
         let bucket = try await Self.bucket()
         let folder = try TemporaryFolder()
         try await bucket.client.put(
-            "shop/products.json", body: Array(ServerFixture.catalog([ServerFixture.entry(DownloadFixture.book, file: "books/book.epub")]).utf8),
+            "shop/products.json",
+            body: Array(ServerFixture.catalog([ServerFixture.entry(DownloadFixture.book, file: "books/book.epub")]).utf8),
             contentType: "application/json")
         let before = try await bucket.client.head("shop/books/book.epub")
         try folder.write("new.epub", sampleBytes(count: 5_000, seed: 9))
         let settings = [
-            "--content", "s3://\(bucket.client.bucket)/shop", "--catalog", "s3://\(bucket.client.bucket)/shop/products.json", "--s3-endpoint",
+            "--content", "s3://\(bucket.client.bucket)/shop", "--catalog", "s3://\(bucket.client.bucket)/shop/products.json",
+            "--s3-endpoint",
             bucket.store.endpoint, "--database", folder.path + "/ledger.sqlite",
         ]
         let binary = try StockroomProcess.binary()
         await #expect(throws: (any Error).self) {
             _ = try await StockroomProcess.run(
-                binary, ["content", "push", folder.path + "/new.epub", "--product", DownloadFixture.book, "--type", "nonconsumable"] + settings,
+                binary,
+                ["content", "push", folder.path + "/new.epub", "--product", DownloadFixture.book, "--type", "nonconsumable"] + settings,
                 environment: bucket.store.environment)
         }
         // The catalogue was not changed, so the object it publishes must not have been either.
@@ -232,12 +244,16 @@ import Testing
             contentType: "application/json")
         try folder.write("level.pak", sampleBytes(count: 3_000, seed: 3))
         let settings = [
-            "--content", "s3://\(bucket.client.bucket)/shop", "--catalog", "s3://\(bucket.client.bucket)/shop/products.json", "--s3-endpoint",
+            "--content", "s3://\(bucket.client.bucket)/shop", "--catalog", "s3://\(bucket.client.bucket)/shop/products.json",
+            "--s3-endpoint",
             "http://127.0.0.1:\(proxy.port)", "--database", folder.path + "/ledger.sqlite",
         ]
         _ = try await StockroomProcess.run(
             try StockroomProcess.binary(),
-            ["content", "push", folder.path + "/level.pak", "--product", "com.example.level", "--title", "Level", "--type", "non-consumable"] + settings,
+            [
+                "content", "push", folder.path + "/level.pak", "--product", "com.example.level", "--title", "Level", "--type",
+                "non-consumable",
+            ] + settings,
             environment: bucket.store.environment)
         let reads = proxy.requests.filter { $0.method == "GET" && $0.path.hasSuffix("/shop/big.bin") }
         #expect(reads.isEmpty, "content push of com.example.level read big.bin: \(reads.map(\.description))")
@@ -247,10 +263,12 @@ import Testing
     /// PUT with the ETag of a version another operator already replaced must be refused.
     @Test func aCatalogueWriteOverAReplacedVersionIsRefused() async throws {
         let bucket = try await Self.bucket()
-        let first = try await bucket.client.put("shop/products.json", body: Array(#"{"products": []}"#.utf8), contentType: "application/json")
+        let first = try await bucket.client.put(
+            "shop/products.json", body: Array(#"{"products": []}"#.utf8), contentType: "application/json")
         _ = try await bucket.client.put("shop/products.json", body: Array(#"{"products": [ ]}"#.utf8), contentType: "application/json")
         await #expect(throws: ObjectStoreError.changed(key: "shop/products.json")) {
-            _ = try await bucket.client.put("shop/products.json", body: Array(#"{"products":[]}"#.utf8), contentType: "application/json", ifMatch: first)
+            _ = try await bucket.client.put(
+                "shop/products.json", body: Array(#"{"products":[]}"#.utf8), contentType: "application/json", ifMatch: first)
         }
     }
 
@@ -296,13 +314,20 @@ import Testing
         #expect(try await client.head("shop/books/book.epub").size == 20_000)
         // A presigned URL, as the 303 hands it to the app.
         let url = try #require(client.presignedGET("shop/books/book.epub", lifetime: .seconds(60)))
-        let fetched = try await CurlHTTPClient(configuration: .init(maximumResponseBytes: 16 << 20)).send(UpstreamRequest(method: .get, url: url.absoluteString))
-        #expect(fetched.status == 200, "the store refused the presigned URL \(url.host ?? "")…: \(String(decoding: fetched.body.prefix(400), as: UTF8.self))")
+        let fetched = try await CurlHTTPClient(configuration: .init(maximumResponseBytes: 16 << 20)).send(
+            UpstreamRequest(method: .get, url: url.absoluteString))
+        #expect(
+            fetched.status == 200,
+            "the store refused the presigned URL \(url.host ?? "")…: \(String(decoding: fetched.body.prefix(400), as: UTF8.self))")
         // Control: the same endpoint written without its default port is signed as curl sends it.
         let bare = S3Client(
-            settings: try ObjectStoreSettings(endpoint: "http://127.0.0.1", region: "us-east-1", credentials: bucket.store.credentials), bucket: bucket.client.bucket)
+            settings: try ObjectStoreSettings(endpoint: "http://127.0.0.1", region: "us-east-1", credentials: bucket.store.credentials),
+            bucket: bucket.client.bucket)
         let bareURL = try #require(bare.presignedGET("shop/books/book.epub", lifetime: .seconds(60)))
-        #expect(try await CurlHTTPClient(configuration: .init(maximumResponseBytes: 16 << 20)).send(UpstreamRequest(method: .get, url: bareURL.absoluteString)).status == 200)
+        #expect(
+            try await CurlHTTPClient(configuration: .init(maximumResponseBytes: 16 << 20)).send(
+                UpstreamRequest(method: .get, url: bareURL.absoluteString)
+            ).status == 200)
     }
 
     /// Keys with every character `ObjectKey` allows besides letters and digits: signed requests
@@ -315,7 +340,8 @@ import Testing
         #expect(try await bucket.client.head(key).size == 16)
         #expect(try await bucket.client.read(key, range: 0...2, ifMatch: nil) == Array("the".utf8))
         let url = try #require(bucket.client.presignedGET(key, lifetime: .seconds(60)))
-        let fetched = try await CurlHTTPClient(configuration: .init(maximumResponseBytes: 16 << 20)).send(UpstreamRequest(method: .get, url: url.absoluteString))
+        let fetched = try await CurlHTTPClient(configuration: .init(maximumResponseBytes: 16 << 20)).send(
+            UpstreamRequest(method: .get, url: url.absoluteString))
         #expect(fetched.status == 200, "\(String(decoding: fetched.body.prefix(300), as: UTF8.self))")
         #expect(fetched.body == Array("the right object".utf8))
     }
@@ -328,6 +354,7 @@ import Testing
             endpoint: "http://[::1]:9000", region: "us-east-1", credentials: .init(accessKeyID: "AKID", secretAccessKey: "secret"))
         #expect(settings.base(bucket: "shop").origin == "http://[::1]:9000")
         let url = S3Client(settings: settings, bucket: "shop").presignedGET("books/book.epub", lifetime: .seconds(60))
-        #expect(url?.absoluteString.hasPrefix("http://[::1]:9000/shop/books/book.epub?") == true, "presigned: \(url?.absoluteString ?? "nil")")
+        #expect(
+            url?.absoluteString.hasPrefix("http://[::1]:9000/shop/books/book.epub?") == true, "presigned: \(url?.absoluteString ?? "nil")")
     }
 }

@@ -33,13 +33,16 @@ import Testing
         /// Content from this bucket, delivered by `delivery`; `endpoint` replaces the store's (a proxy).
         func configure(_ configuration: inout ServerConfiguration, delivery: ContentDelivery, endpoint: String? = nil) {
             configuration.contentFolder = "s3://\(client.bucket)/shop"
-            configuration.objectStore = try? ObjectStoreSettings(endpoint: endpoint ?? store.endpoint, region: "us-east-1", credentials: store.credentials)
+            configuration.objectStore = try? ObjectStoreSettings(
+                endpoint: endpoint ?? store.endpoint, region: "us-east-1", credentials: store.credentials)
             configuration.contentDelivery = delivery
             configuration.objectPollInterval = .milliseconds(200)
         }
     }
 
-    static func post(_ fixture: DownloadFixture, _ purchase: SimulatorControl.Purchase, _ proof: Proof, product: String = DownloadFixture.book) async throws
+    static func post(
+        _ fixture: DownloadFixture, _ purchase: SimulatorControl.Purchase, _ proof: Proof, product: String = DownloadFixture.book
+    ) async throws
         -> TestResponse
     {
         switch proof {
@@ -164,10 +167,16 @@ import Testing
         ) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let location = try #require(try await fixture.post(purchase).headers[.location])
-            let expires = try #require(URLComponents(string: location)?.queryItems?.first { $0.name == "X-Amz-Expires" }?.value.flatMap(Int.init))
+            let expires = try #require(
+                URLComponents(string: location)?.queryItems?.first { $0.name == "X-Amz-Expires" }?.value.flatMap(Int.init))
             #expect((110...120).contains(expires))
         }
-        try await DownloadFixture.run(engine: .sqlite, { bucket.configure(&$0, delivery: .redirect); $0.presignLifetime = .seconds(30) }) { fixture in
+        try await DownloadFixture.run(
+            engine: .sqlite,
+            {
+                bucket.configure(&$0, delivery: .redirect); $0.presignLifetime = .seconds(30)
+            }
+        ) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let location = try #require(try await fixture.post(purchase).headers[.location])
             #expect(URLComponents(string: location)?.queryItems?.first { $0.name == "X-Amz-Expires" }?.value == "30")
@@ -210,30 +219,39 @@ import Testing
     @Test func serveReadsTheStoreFromItsFlagsAndNamesAMissingKeyInItsLogNotItsSecret() async throws {
         let bucket = try await Bucket.make()
         try await bucket.client.put(
-            "shop/products.json", body: Array(ServerFixture.catalog([ServerFixture.entry("com.example.stockroom.demo.book1", file: "books/book.epub")]).utf8),
+            "shop/products.json",
+            body: Array(ServerFixture.catalog([ServerFixture.entry("com.example.stockroom.demo.book1", file: "books/book.epub")]).utf8),
             contentType: "application/json")
         let folder = try TemporaryFolder()
         let port = try FreePort.make(SOCK_STREAM)
         let server = try StockroomProcess.serve(
             try StockroomProcess.binary(), folder: folder.path, port: port,
             arguments: [
-                "--upstream", "simulator", "--content", "s3://\(bucket.client.bucket)/shop", "--catalog", "s3://\(bucket.client.bucket)/shop/products.json",
-                "--s3-endpoint", bucket.store.endpoint, "--database", folder.path + "/ledger.sqlite", "--bundle-id", "com.example.stockroom.demo",
+                "--upstream", "simulator", "--content", "s3://\(bucket.client.bucket)/shop", "--catalog",
+                "s3://\(bucket.client.bucket)/shop/products.json",
+                "--s3-endpoint", bucket.store.endpoint, "--database", folder.path + "/ledger.sqlite", "--bundle-id",
+                "com.example.stockroom.demo",
                 "--upstream-rate", "off", "--content-delivery", "redirect",
             ],
             environment: bucket.store.environment.merging(["STOCKROOM_TOKEN_SECRET": ServerFixture.tokenSecret]) { $1 })
         defer { server.stop() }
         try await server.waitUntilHealthy()
         let minted = try await server.send(
-            .post, "/simulator/sim/purchases", headers: [("Content-Type", "application/json")], body: Array(#"{"productId":"com.example.stockroom.demo.book1"}"#.utf8))
+            .post, "/simulator/sim/purchases", headers: [("Content-Type", "application/json")],
+            body: Array(#"{"productId":"com.example.stockroom.demo.book1"}"#.utf8))
         let purchase = try #require(try JSONSerialization.jsonObject(with: Data(minted.body)) as? [String: Any])
-        let body = Array(try JSONSerialization.data(withJSONObject: ["productId": "com.example.stockroom.demo.book1", "signedTransaction": try #require(purchase["signedTransaction"] as? String)]))
+        let body = Array(
+            try JSONSerialization.data(withJSONObject: [
+                "productId": "com.example.stockroom.demo.book1",
+                "signedTransaction": try #require(purchase["signedTransaction"] as? String),
+            ]))
         let delivered = try await server.send(.post, "/v1/downloads", headers: [("Content-Type", "application/json")], body: body)
         #expect(delivered.status == 303)
         // `curl -L`, as the README shows it, follows the redirect to the store and gets the file.
         try folder.write("download.json", body)
         let curled = try await ChildProcess.run(
-            "/usr/bin/curl", ["-sfL", "http://127.0.0.1:\(port)/v1/downloads", "-d", "@" + folder.path + "/download.json", "-o", folder.path + "/got.epub"])
+            "/usr/bin/curl",
+            ["-sfL", "http://127.0.0.1:\(port)/v1/downloads", "-d", "@" + folder.path + "/download.json", "-o", folder.path + "/got.epub"])
         #expect(curled.status == 0)
         #expect(FileManager.default.contents(atPath: folder.path + "/got.epub").map(Array.init) == ServerFixture.book)
 
@@ -246,7 +264,8 @@ import Testing
         #expect(log.contains("key=shop/books/book.epub"))
         #expect(!log.contains(bucket.store.credentials.secretAccessKey))
         #expect(!log.contains("X-Amz-Signature"))
-        let help = try await StockroomProcess.run(try StockroomProcess.binary(), ["serve", "--help"], environment: bucket.store.environment)
+        let help = try await StockroomProcess.run(
+            try StockroomProcess.binary(), ["serve", "--help"], environment: bucket.store.environment)
         #expect(help.contains("--s3-endpoint"))
         #expect(!help.contains(bucket.store.credentials.secretAccessKey))
     }
@@ -254,7 +273,12 @@ import Testing
     @Test(arguments: LedgerEngine.allCases, ContentDelivery.allCases)
     func aReplacedObjectIsHashedAgainBeforeItIsServed(_ engine: LedgerEngine, _ delivery: ContentDelivery) async throws {
         let bucket = try await Bucket.make()
-        try await DownloadFixture.run(engine: engine, { bucket.configure(&$0, delivery: delivery); $0.objectPollInterval = .seconds(2) }) { fixture in
+        try await DownloadFixture.run(
+            engine: engine,
+            {
+                bucket.configure(&$0, delivery: delivery); $0.objectPollInterval = .seconds(2)
+            }
+        ) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let replacement = sampleBytes(count: 20_000, seed: 99)
             try await bucket.client.put("shop/books/book.epub", body: replacement, contentType: "application/epub+zip")
@@ -332,7 +356,9 @@ import Testing
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aStoreThatCutsMidBodyIsAskedAgainAndTheDownloadCompletes(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aStoreThatCutsMidBodyIsAskedAgainAndTheDownloadCompletes(_ engine: LedgerEngine)
+        async throws
+    {
         let bucket = try await Bucket.make()
         let port = try #require(URL(string: bucket.store.endpoint)?.port)
         let proxy = try TCPProxy(upstreamPort: port)
@@ -416,7 +442,8 @@ import Testing
     /// `stockroom content push` of 100 MiB: multipart with progress, hashed on the way, the entry
     /// added to the bucket's catalogue, then published by a server (which hashes nothing itself
     /// when it shares the state folder); a second push updates the entry; `catalog add` uploads too.
-    @Test(arguments: LedgerEngine.allCases) func contentPushUploadsHashesAndPublishesAHundredMebibytes(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func contentPushUploadsHashesAndPublishesAHundredMebibytes(_ engine: LedgerEngine) async throws
+    {
         let bucket = try await Bucket.make()
         let folder = try TemporaryFolder()
         try await bucket.client.put("shop/products.json", body: Array(#"{"products": []}"#.utf8), contentType: "application/json")
@@ -430,12 +457,17 @@ import Testing
         try folder.write("level-v2.pak", sampleBytes(count: 3_000, seed: 2))
         try folder.write("book.epub", ServerFixture.book)
         let settings = [
-            "--content", "s3://\(bucket.client.bucket)/shop", "--catalog", "s3://\(bucket.client.bucket)/shop/products.json", "--s3-endpoint",
+            "--content", "s3://\(bucket.client.bucket)/shop", "--catalog", "s3://\(bucket.client.bucket)/shop/products.json",
+            "--s3-endpoint",
             bucket.store.endpoint, "--database", folder.path + "/ledger.sqlite",
         ]
         let binary = try StockroomProcess.binary()
         let pushed = try await StockroomProcess.run(
-            binary, ["content", "push", folder.path + "/level.pak", "--product", "com.example.level", "--title", "Level", "--type", "non-consumable"] + settings,
+            binary,
+            [
+                "content", "push", folder.path + "/level.pak", "--product", "com.example.level", "--title", "Level", "--type",
+                "non-consumable",
+            ] + settings,
             environment: bucket.store.environment)
         #expect(pushed.contains("pushed com.example.level: s3://\(bucket.client.bucket)/shop/level.pak, 104857600 bytes"))
         #expect(pushed.contains("sha256 \(sha256)"))
@@ -444,7 +476,10 @@ import Testing
         // `catalog add` with content in a bucket uploads there as well.
         _ = try await StockroomProcess.run(
             binary,
-            ["catalog", "add", "--product-id", DownloadFixture.book, "--file", folder.path + "/book.epub", "--title", "Book", "--type", "non-consumable", "--path", "books/book.epub"]
+            [
+                "catalog", "add", "--product-id", DownloadFixture.book, "--file", folder.path + "/book.epub", "--title", "Book", "--type",
+                "non-consumable", "--path", "books/book.epub",
+            ]
                 + settings, environment: bucket.store.environment)
 
         let catalogKey = "shop/products.json"
@@ -464,7 +499,8 @@ import Testing
 
             // A second push of the same product replaces its object and bumps its version.
             _ = try await StockroomProcess.run(
-                binary, ["content", "push", folder.path + "/level-v2.pak", "--product", "com.example.level", "--key", "level.pak"] + settings,
+                binary,
+                ["content", "push", folder.path + "/level-v2.pak", "--product", "com.example.level", "--key", "level.pak"] + settings,
                 environment: bucket.store.environment)
             let deadline = ContinuousClock.now + .seconds(30)
             var updated = ""

@@ -49,7 +49,8 @@ final class NginxProcess: Sendable {
         try folder.write("stockroom.conf", site.httpInclude)
         try folder.write("nginx.conf", Self.mainConfiguration(including: folder.path + "/stockroom.conf", in: folder.path))
         guard let executable = Self.executable else { throw NginxProcessError.notInstalled }
-        let process = try ChildProcess(executable, ["-p", folder.path, "-c", folder.path + "/nginx.conf", "-e", folder.path + "/error.log"])
+        let process = try ChildProcess(
+            executable, ["-p", folder.path, "-c", folder.path + "/nginx.conf", "-e", folder.path + "/error.log"])
         self.folder = folder
         self.process = process
         self.port = port

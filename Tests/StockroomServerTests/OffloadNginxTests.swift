@@ -166,7 +166,9 @@ import Testing
         // A multi-connection downloader (aria2c, a background session's parallel ranges): with
         // offload, authorising takes no stream slot, so the per-purchase and per-client caps
         // (here 1 each) do not turn its ranges away.
-        try await OffloadNginxFixture.run({ $0.maxDownloadsPerPurchase = 1; $0.maxDownloadsPerClient = 1 }) { nginx in
+        try await OffloadNginxFixture.run({
+            $0.maxDownloadsPerPurchase = 1; $0.maxDownloadsPerClient = 1
+        }) { nginx in
             let purchase = try await nginx.server.control.purchase(AttackLimitTests.huge)
             let token = DownloadFixture.token(purchase.transactionId, product: AttackLimitTests.huge)
             _ = try? await nginx.post(purchase, product: AttackLimitTests.huge, limit: 64 * 1024)
@@ -174,7 +176,9 @@ import Testing
                 for index in 0..<8 {
                     group.addTask {
                         let start = index * 1_000_000
-                        return try await nginx.content(purchase.transactionId, token: token, headers: [("Range", "bytes=\(start)-\(start + 999_999)")]).status
+                        return try await nginx.content(
+                            purchase.transactionId, token: token, headers: [("Range", "bytes=\(start)-\(start + 999_999)")]
+                        ).status
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }

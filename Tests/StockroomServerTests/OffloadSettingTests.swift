@@ -80,7 +80,8 @@ import Testing
     }
 
     @Test func severalInstancesShareOneUpstreamOfOneScheme() throws {
-        let site = try NginxSite(listen: "8443", stockrooms: ["http://10.0.0.1:8081", "http://10.0.0.2:8081/"], contentFolder: "/srv/content")
+        let site = try NginxSite(
+            listen: "8443", stockrooms: ["http://10.0.0.1:8081", "http://10.0.0.2:8081/"], contentFolder: "/srv/content")
         #expect(site.httpInclude.contains("upstream stockroom {\n    server 10.0.0.1:8081;\n    server 10.0.0.2:8081;\n    keepalive 32;"))
         #expect(throws: NginxSiteError.self) {
             try NginxSite(listen: "8443", stockrooms: ["http://10.0.0.1:8081", "https://10.0.0.2:8443"], contentFolder: "/srv/content")
@@ -94,7 +95,8 @@ import Testing
         let openssl = try await ChildProcess.run(
             "/usr/bin/openssl",
             [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=stockroom.test", "-days", "1",
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=stockroom.test",
+                "-days", "1",
                 "-keyout", key, "-out", certificate,
             ])
         try #require(openssl.status == 0, "openssl: \(openssl.output)")
@@ -105,7 +107,8 @@ import Testing
                 listen: "127.0.0.1:18443", stockroom: "https://[::1]", contentFolder: folder.path, offloadPrefix: "/files/",
                 tls: .init(certificate: certificate, key: key)),
             // Two instances sharing a PostgreSQL ledger.
-            try NginxSite(listen: "127.0.0.1:18443", stockrooms: ["http://127.0.0.1:8081", "http://127.0.0.1:8082"], contentFolder: folder.path),
+            try NginxSite(
+                listen: "127.0.0.1:18443", stockrooms: ["http://127.0.0.1:8081", "http://127.0.0.1:8082"], contentFolder: folder.path),
         ]
         for site in sites {
             try folder.write("stockroom.conf", site.httpInclude)

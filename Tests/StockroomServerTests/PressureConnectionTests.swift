@@ -90,7 +90,8 @@ import Testing
         try await DownloadFixture.run { fixture in
             let connection = try RawConnection(port: try #require(fixture.client.port))
             connection.send(
-                "POST /v1/downloads HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
+                "POST /v1/downloads HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"
+            )
             let answer = await Self.readToClose(connection)
             #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer.prefix(80))")
             #expect(answer.contains("\"code\":\"bad_request\""))
@@ -129,7 +130,9 @@ import Testing
     }
 
     static func post(_ fixture: DownloadFixture, _ purchase: SimulatorControl.Purchase, forwardedFor: String) async throws -> TestResponse {
-        let body = try JSONSerialization.data(withJSONObject: ["productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction])
+        let body = try JSONSerialization.data(withJSONObject: [
+            "productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction,
+        ])
         return try await fixture.client.execute(
             uri: "/v1/downloads", method: .post, headers: [HTTPField.Name("X-Forwarded-For")!: forwardedFor], body: ByteBuffer(bytes: body))
     }
@@ -143,7 +146,8 @@ import Testing
             }
             #expect(scrape)
             let scraped = try await CurlHTTPClient().send(UpstreamRequest(method: .get, url: "http://127.0.0.1:\(port)/metrics"))
-            #expect(scraped.headers.first { $0.key.lowercased() == "content-type" }?.value.hasPrefix("text/plain") == true, "Prometheus text")
+            #expect(
+                scraped.headers.first { $0.key.lowercased() == "content-type" }?.value.hasPrefix("text/plain") == true, "Prometheus text")
         }
         #expect(throws: MetricsAddressError.self) { try MetricsAddress(parsing: "0.0.0.0:9100") }
         #expect(throws: MetricsAddressError.self) { try MetricsAddress(parsing: "9100") }

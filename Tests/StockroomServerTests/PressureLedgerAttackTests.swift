@@ -52,8 +52,15 @@ import Testing
 
     // MARK: 3. Pending proofs are bounded everywhere
 
-    @Test(arguments: LedgerEngine.allCases) func forgedTransactionReceiptsDuringAnOutageStayWithinTheClientsShare(_ engine: LedgerEngine) async throws {
-        try await DownloadFixture.run(engine: engine, { $0.maxPendingProofsPerClient = 5; $0.maxPendingProofSize = 16 * 1024 }) { fixture in
+    @Test(arguments: LedgerEngine.allCases) func forgedTransactionReceiptsDuringAnOutageStayWithinTheClientsShare(_ engine: LedgerEngine)
+        async throws
+    {
+        try await DownloadFixture.run(
+            engine: engine,
+            {
+                $0.maxPendingProofsPerClient = 5; $0.maxPendingProofSize = 16 * 1024
+            }
+        ) { fixture in
             let honest = try await fixture.control.purchase(Self.book)
             #expect(try await fixture.post(honest).status == .ok)
             let before = try await fixture.settledSnapshot()
@@ -81,12 +88,19 @@ import Testing
     }
 
     @Test(arguments: LedgerEngine.allCases) func aFloodOfMadeUpTransactionsStopsAtTheGlobalCap(_ engine: LedgerEngine) async throws {
-        try await DownloadFixture.run(engine: engine, { $0.maxPendingProofs = 3; $0.maxPendingProofsPerClient = 100 }) { fixture in
+        try await DownloadFixture.run(
+            engine: engine,
+            {
+                $0.maxPendingProofs = 3; $0.maxPendingProofsPerClient = 100
+            }
+        ) { fixture in
             let honest = try await fixture.control.purchase(Self.book)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 100_000])
             for index in 0..<12 {
                 let id = String(2_300_000_000_000_000 + index)
-                let response = try await fixture.post(["productId": Self.book, "transactionId": id, "receiptData": Self.forgedTransactionReceipt(id)])
+                let response = try await fixture.post([
+                    "productId": Self.book, "transactionId": id, "receiptData": Self.forgedTransactionReceipt(id),
+                ])
                 #expect(response.status == .serviceUnavailable)
             }
             #expect(try await Self.pendingCount(fixture) == 3, "the ledger keeps at most --max-pending-proofs, whoever sends them")
@@ -103,7 +117,9 @@ import Testing
             let genuine = try await fixture.control.purchase(Self.book)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 100_000])
             for index in 0..<30 {
-                let response = try await fixture.post(["productId": Self.book, "transactionId": String(2_200_000_000_000_000 + index), "receiptData": genuine.receiptData])
+                let response = try await fixture.post([
+                    "productId": Self.book, "transactionId": String(2_200_000_000_000_000 + index), "receiptData": genuine.receiptData,
+                ])
                 #expect(response.status == .serviceUnavailable)
             }
             #expect(try await Self.pendingCount(fixture) == 0, "a receipt is kept only under a transaction it claims")
@@ -115,15 +131,21 @@ import Testing
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func refulfilmentSendsEachDistinctReceiptOnceAndRunsAsAPollableJob(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func refulfilmentSendsEachDistinctReceiptOnceAndRunsAsAPollableJob(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine, Self.withAdmin) { fixture in
             // Six purchases on one device: the last receipt claims all six.
             var purchases: [SimulatorControl.Purchase] = []
-            for _ in 0..<6 { purchases.append(try await fixture.control.purchase(["productId": Self.book, "deviceId": "device-pressure"])) }
+            for _ in 0..<6 {
+                purchases.append(try await fixture.control.purchase(["productId": Self.book, "deviceId": "device-pressure"]))
+            }
             let receipt = try #require(purchases.last).receiptData
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 100_000])
             for purchase in purchases {
-                let response = try await fixture.post(["productId": Self.book, "transactionId": purchase.transactionId, "receiptData": receipt])
+                let response = try await fixture.post([
+                    "productId": Self.book, "transactionId": purchase.transactionId, "receiptData": receipt,
+                ])
                 #expect(response.status == .serviceUnavailable)
             }
             #expect(try await fixture.ledger.pendingProofs(status: .pending, limit: 100).count == 6)
@@ -159,7 +181,9 @@ import Testing
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func refulfillingOneTransactionVerifiesThePendingProofsKeptUnderIt(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func refulfillingOneTransactionVerifiesThePendingProofsKeptUnderIt(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine, Self.withAdmin) { fixture in
             let purchase = try await fixture.control.purchase(Self.book)
             let other = try await fixture.control.purchase(Self.book)
@@ -167,7 +191,9 @@ import Testing
             #expect(try await fixture.post(purchase).status == .serviceUnavailable)
             #expect(try await fixture.post(other).status == .serviceUnavailable)
             _ = try await fixture.control.client.execute(uri: "/sim/faults", method: .delete)
-            #expect(try await fixture.ledger.fulfilment(purchase.transactionId) == nil, "only a pending proof, as `fulfilments list --state pending` shows")
+            #expect(
+                try await fixture.ledger.fulfilment(purchase.transactionId) == nil,
+                "only a pending proof, as `fulfilments list --state pending` shows")
 
             // The admin API (and the console form, and `stockroom refulfil ID`, through the same Entitlements call).
             let refulfil = try await fixture.admin(.post, "fulfilments/\(purchase.transactionId)/refulfil", token: Self.adminToken)
@@ -206,11 +232,14 @@ import Testing
 
     // MARK: 4. Restores check before they read
 
-    @Test(arguments: LedgerEngine.allCases) func aStrangersRestoreReadsNoHistoryAndCannotTellUnknownFromUnbound(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aStrangersRestoreReadsNoHistoryAndCannotTellUnknownFromUnbound(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine) { fixture in
             var victims: [SimulatorControl.Purchase] = []
             for product in [Self.book, Self.big, Self.book] {
-                victims.append(try await fixture.control.purchase(["productId": product, "deviceId": "victim", "appAccountToken": Self.owner]))
+                victims.append(
+                    try await fixture.control.purchase(["productId": product, "deviceId": "victim", "appAccountToken": Self.owner]))
             }
             let unbound = try await fixture.control.purchase(["productId": Self.book])
             let before = try await fixture.snapshot()
@@ -243,16 +272,20 @@ import Testing
 
     // MARK: 6. The fast path checks the presented proof's account
 
-    @Test(arguments: LedgerEngine.allCases) func aBoundPurchaseIsRefusedOnTheFastPathWithoutItsAccount(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aBoundPurchaseIsRefusedOnTheFastPathWithoutItsAccount(_ engine: LedgerEngine) async throws
+    {
         try await DownloadFixture.run(engine: engine) { fixture in
             // As on `serve --upstream simulator`: ONE_TIME_CHARGE reaches the server before the purchase returns.
             let url = "http://127.0.0.1:\(try #require(fixture.client.port))/v1/notifications/appstore"
             let set = try await fixture.control.client.execute(
-                uri: "/sim/notification-url", method: .put, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["url": url])))
+                uri: "/sim/notification-url", method: .put,
+                body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["url": url])))
             #expect(set.status == .noContent)
             let purchase = try await fixture.control.purchase(["productId": Self.book, "appAccountToken": Self.owner])
             #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId) != nil })
-            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.appAccountToken == Self.owner, "Apple's copy carries the account")
+            #expect(
+                try await fixture.ledger.fulfilment(purchase.transactionId)?.appAccountToken == Self.owner,
+                "Apple's copy carries the account")
             let before = try await fixture.snapshot()
             let apiBefore = try await fixture.control.serverAPICalls()
 
@@ -267,7 +300,9 @@ import Testing
             #expect(try await fixture.snapshot() == before)
             #expect(try await fixture.control.serverAPICalls() == apiBefore, "refused before any upstream call")
 
-            let owner = try await fixture.post(["productId": Self.book, "signedTransaction": purchase.signedTransaction, "appAccountToken": Self.owner])
+            let owner = try await fixture.post([
+                "productId": Self.book, "signedTransaction": purchase.signedTransaction, "appAccountToken": Self.owner,
+            ])
             #expect(owner.status == .ok)
             #expect(Array(buffer: owner.body) == ServerFixture.book)
         }
@@ -281,7 +316,8 @@ import Testing
     static func draft(_ transactionID: String, _ index: Int, client: String? = "192.0.2.1", size: Int = 10) -> PendingProofDraft {
         let proof = "p\(index)-" + String(repeating: "x", count: size)
         return PendingProofDraft(
-            transactionID: transactionID, digest: VerifiedProof.digest(of: proof), kind: .receipt, proof: proof, requestedProductID: "com.example.book",
+            transactionID: transactionID, digest: VerifiedProof.digest(of: proof), kind: .receipt, proof: proof,
+            requestedProductID: "com.example.book",
             appAccountToken: nil, error: "HTTP 503", client: client)
     }
 
@@ -291,21 +327,30 @@ import Testing
             let bounds = PendingProofBounds(total: 10, perClient: 3, maximumProofBytes: 64)
             // Per transaction: rejecting kept proofs frees no room under the same ID.
             for index in 0..<PendingProof.perTransaction {
-                #expect(try await ledger.keepPendingProof(Self.draft("1", index, client: "c\(index)"), bounds: bounds, now: Self.now) == .kept)
+                #expect(
+                    try await ledger.keepPendingProof(Self.draft("1", index, client: "c\(index)"), bounds: bounds, now: Self.now) == .kept)
             }
             for proof in try await ledger.leasePendingProofs(limit: 10, until: Self.now.addingTimeInterval(60), now: Self.now) {
                 try await ledger.rejectPendingProof(id: try #require(proof.id), reason: "21003", now: Self.now)
             }
             #expect(try await ledger.keepPendingProof(Self.draft("1", 99, client: "c9"), bounds: bounds, now: Self.now) == .transactionFull)
             // Per client, then in all.
-            for index in 0..<3 { #expect(try await ledger.keepPendingProof(Self.draft("c\(index)", index), bounds: bounds, now: Self.now) == .kept) }
-            #expect(try await ledger.keepPendingProof(Self.draft("c3", 3), bounds: bounds, now: Self.now) == .clientFull)
-            #expect(try await ledger.keepPendingProof(Self.draft("c0", 0), bounds: bounds, now: Self.now) == .refreshed, "the same proof again")
             for index in 0..<3 {
-                #expect(try await ledger.keepPendingProof(Self.draft("t\(index)", index, client: "198.51.100.\(index)"), bounds: bounds, now: Self.now) == .kept)
+                #expect(try await ledger.keepPendingProof(Self.draft("c\(index)", index), bounds: bounds, now: Self.now) == .kept)
             }
-            #expect(try await ledger.keepPendingProof(Self.draft("t9", 9, client: "203.0.113.9"), bounds: bounds, now: Self.now) == .ledgerFull)
-            #expect(try await ledger.keepPendingProof(Self.draft("big", 0, client: "203.0.113.8", size: 100), bounds: bounds, now: Self.now) == .tooLarge)
+            #expect(try await ledger.keepPendingProof(Self.draft("c3", 3), bounds: bounds, now: Self.now) == .clientFull)
+            #expect(
+                try await ledger.keepPendingProof(Self.draft("c0", 0), bounds: bounds, now: Self.now) == .refreshed, "the same proof again")
+            for index in 0..<3 {
+                #expect(
+                    try await ledger.keepPendingProof(
+                        Self.draft("t\(index)", index, client: "198.51.100.\(index)"), bounds: bounds, now: Self.now) == .kept)
+            }
+            #expect(
+                try await ledger.keepPendingProof(Self.draft("t9", 9, client: "203.0.113.9"), bounds: bounds, now: Self.now) == .ledgerFull)
+            #expect(
+                try await ledger.keepPendingProof(Self.draft("big", 0, client: "203.0.113.8", size: 100), bounds: bounds, now: Self.now)
+                    == .tooLarge)
             #expect(try await ledger.pendingProofs(status: nil, limit: 100).count == 10)
         }
     }
@@ -314,7 +359,9 @@ import Testing
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
             let bounds = PendingProofBounds(total: 5, perClient: 5, rejectedRetention: .seconds(30 * 86_400))
-            for index in 0..<5 { #expect(try await ledger.keepPendingProof(Self.draft("r\(index)", index), bounds: bounds, now: Self.now) == .kept) }
+            for index in 0..<5 {
+                #expect(try await ledger.keepPendingProof(Self.draft("r\(index)", index), bounds: bounds, now: Self.now) == .kept)
+            }
             let leased = try await ledger.leasePendingProofs(limit: 3, until: Self.now.addingTimeInterval(60), now: Self.now)
             for proof in leased { try await ledger.rejectPendingProof(id: try #require(proof.id), reason: "21003", now: Self.now) }
             // Within the retention the rejected ones still hold their places.

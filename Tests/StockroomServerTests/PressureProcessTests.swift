@@ -5,7 +5,7 @@ import Testing
 @testable import StockroomServer
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Issue 17 case 1 and the shutdown point against `stockroom serve` as a process, where the
@@ -16,7 +16,9 @@ import Glibc
     /// A folder with the sample catalogue's shape: a small book and a 128 MiB sparse file.
     static func folder() throws -> String {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("stockroom-pressure-\(UUID().uuidString)").path
-        for sub in ["catalog", "content"] { try FileManager.default.createDirectory(atPath: root + "/" + sub, withIntermediateDirectories: true) }
+        for sub in ["catalog", "content"] {
+            try FileManager.default.createDirectory(atPath: root + "/" + sub, withIntermediateDirectories: true)
+        }
         _ = FileManager.default.createFile(atPath: root + "/content/book.epub", contents: Data(ServerFixture.book))
         _ = FileManager.default.createFile(atPath: root + "/content/huge.bin", contents: nil)
         let handle = try #require(FileHandle(forWritingAtPath: root + "/content/huge.bin"))
@@ -29,12 +31,14 @@ import Glibc
         return root
     }
 
-    static func serve(_ folder: String, _ extra: [String] = [], descriptors: (soft: Int, hard: Int)? = nil) async throws -> StockroomProcess {
+    static func serve(_ folder: String, _ extra: [String] = [], descriptors: (soft: Int, hard: Int)? = nil) async throws -> StockroomProcess
+    {
         let port = try FreePort.make(SOCK_STREAM)
         let server = try StockroomProcess.serve(
             try StockroomProcess.binary(), folder: folder, port: port,
             arguments: [
-                "--upstream", "simulator", "--catalog", folder + "/catalog", "--content", folder + "/content", "--database", folder + "/ledger.sqlite",
+                "--upstream", "simulator", "--catalog", folder + "/catalog", "--content", folder + "/content", "--database",
+                folder + "/ledger.sqlite",
                 "--bundle-id", "com.example.stockroom.demo", "--upstream-rate", "off",
             ] + extra,
             environment: ["STOCKROOM_TOKEN_SECRET": ServerFixture.tokenSecret], descriptors: descriptors)
@@ -48,8 +52,12 @@ import Glibc
     }
 
     /// A purchase from the built-in simulator, downloaded whole over a fresh connection: the status.
-    static func buy(_ server: StockroomProcess, product: String = DownloadFixture.book) async throws -> (status: Int, purchase: [String: Any]) {
-        let minted = try await server.send(.post, "/simulator/sim/purchases", headers: [("Content-Type", "application/json")], body: Array(#"{"productId":"\#(product)"}"#.utf8))
+    static func buy(_ server: StockroomProcess, product: String = DownloadFixture.book) async throws -> (
+        status: Int, purchase: [String: Any]
+    ) {
+        let minted = try await server.send(
+            .post, "/simulator/sim/purchases", headers: [("Content-Type", "application/json")],
+            body: Array(#"{"productId":"\#(product)"}"#.utf8))
         let purchase = try #require(try JSONSerialization.jsonObject(with: Data(minted.body)) as? [String: Any])
         let jws = try #require(purchase["signedTransaction"] as? String)
         guard product == DownloadFixture.book else { return (minted.status, purchase) }
@@ -187,7 +195,8 @@ import Glibc
         // A client that asks for 128 MiB and reads only the head.
         let stalled = try LimitsConnectionTests.RawConnection(port: server.port, receiveBuffer: 4096)
         let body = #"{"productId":"\#(AttackLimitTests.huge)","signedTransaction":"\#(jws)"}"#
-        stalled.send("POST /v1/downloads HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        stalled.send(
+            "POST /v1/downloads HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
         let head = await stalled.receive().map { String(decoding: $0.prefix(200), as: UTF8.self) }
         #expect(head?.hasPrefix("HTTP/1.1 200") == true, "\(head ?? "closed")")
         kill(server.pid, SIGTERM)

@@ -16,7 +16,8 @@ import Testing
         return Entitlements(
             ledger: fixture.ledger,
             receipts: AppStoreReceiptVerifier(client: client, bundleID: "com.example.stockroom.demo", cacheInterval: .zero),
-            signedTransactions: SignedTransactionVerifier(root: try AppleRootCertificates.rootCAG3(), bundleID: "com.example.stockroom.demo", environment: nil),
+            signedTransactions: SignedTransactionVerifier(
+                root: try AppleRootCertificates.rootCAG3(), bundleID: "com.example.stockroom.demo", environment: nil),
             serverAPI: nil, tokens: DownloadTokenSigner(key: Array(ServerFixture.tokenSecret.utf8)))
     }
 

@@ -17,7 +17,8 @@ import Testing
     static let account = "6f1c3b54-9a1e-4a53-9d3b-0c2f4f1b7a10"
 
     static func restore(_ fixture: DownloadFixture, _ fields: [String: String]) async throws -> TestResponse {
-        try await fixture.client.execute(uri: "/v1/restores", method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fields)))
+        try await fixture.client.execute(
+            uri: "/v1/restores", method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fields)))
     }
 
     /// The products of a 200 answer, by product ID.
@@ -28,7 +29,9 @@ import Testing
 
     @Test func aSignedTransactionRestoresEveryCataloguePurchaseOfItsCustomerAcrossPagesAndNoOtherDevices() async throws {
         // The test client connects first; 24 purchases on a loaded machine can outlast the head deadline.
-        try await DownloadFixture.run({ $0.headerTimeout = .seconds(300); $0.idleTimeout = .seconds(300) }) { fixture in
+        try await DownloadFixture.run({
+            $0.headerTimeout = .seconds(300); $0.idleTimeout = .seconds(300)
+        }) { fixture in
             let first = try await fixture.control.purchase(["productId": Self.elsewhere, "deviceId": "device-a"])
             for _ in 0..<20 { _ = try await fixture.control.purchase(["productId": Self.elsewhere, "deviceId": "device-a"]) }
             let book = try await fixture.control.purchase(["productId": Self.book, "deviceId": "device-a"])
@@ -53,7 +56,9 @@ import Testing
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aRefundedPurchaseAndOneAnOperatorRevokedAreNeverOffered(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func aRefundedPurchaseAndOneAnOperatorRevokedAreNeverOffered(_ engine: LedgerEngine)
+        async throws
+    {
         try await DownloadFixture.run(engine: engine) { fixture in
             let book = try await fixture.control.purchase(["productId": Self.book, "deviceId": "device-a"])
             let big = try await fixture.control.purchase(["productId": Self.big, "deviceId": "device-a"])
@@ -65,7 +70,9 @@ import Testing
             #expect(try await fixture.ledger.fulfilment(big.transactionId)?.state == .revoked, "Apple's refund is recorded")
 
             _ = try await fixture.ledger.revoke(
-                RevokedPurchase(transactionID: book.transactionId, originalTransactionID: book.originalTransactionId, productID: nil, bundleID: nil, environment: nil),
+                RevokedPurchase(
+                    transactionID: book.transactionId, originalTransactionID: book.originalTransactionId, productID: nil, bundleID: nil,
+                    environment: nil),
                 cause: .operatorAction, reason: "test", now: Date())
             let again = try await Self.restore(fixture, ["signedTransaction": book.signedTransaction])
             #expect(again.status == .ok)
@@ -76,14 +83,17 @@ import Testing
 
     @Test func aBareTransactionIDRestoresOnlyWhatIsBoundToTheAccountItNames() async throws {
         try await DownloadFixture.run { fixture in
-            let bound = try await fixture.control.purchase(["productId": Self.book, "deviceId": "device-a", "appAccountToken": Self.account])
+            let bound = try await fixture.control.purchase([
+                "productId": Self.book, "deviceId": "device-a", "appAccountToken": Self.account,
+            ])
             let unbound = try await fixture.control.purchase(["productId": Self.big, "deviceId": "device-a"])
             let before = try await fixture.snapshot()
 
             let noAccount = try await Self.restore(fixture, ["transactionId": bound.transactionId])
             #expect(noAccount.status == .forbidden)
             #expect(try DownloadFixture.code(noAccount) == "account_required")
-            let otherAccount = try await Self.restore(fixture, ["transactionId": bound.transactionId, "appAccountToken": UUID().uuidString])
+            let otherAccount = try await Self.restore(
+                fixture, ["transactionId": bound.transactionId, "appAccountToken": UUID().uuidString])
             #expect(otherAccount.status == .forbidden)
             #expect(try DownloadFixture.code(otherAccount) == "account_not_bound")
             let unboundNamed = try await Self.restore(fixture, ["transactionId": unbound.transactionId, "appAccountToken": Self.account])
@@ -95,7 +105,8 @@ import Testing
             #expect(try DownloadFixture.code(unknown) == "account_not_bound")
             #expect(try await fixture.snapshot() == before, "refusals change nothing")
 
-            let restored = try await Self.restore(fixture, ["transactionId": bound.transactionId, "appAccountToken": Self.account.uppercased()])
+            let restored = try await Self.restore(
+                fixture, ["transactionId": bound.transactionId, "appAccountToken": Self.account.uppercased()])
             #expect(restored.status == .ok)
             #expect(Set(try Self.products(restored).keys) == [Self.book], "only the purchase bound to the account")
             #expect(try await fixture.ledger.fulfilment(unbound.transactionId) == nil)
@@ -105,7 +116,8 @@ import Testing
     @Test func aSignedTransactionForAnotherAccountThanTheRequestNamesIsRefused() async throws {
         try await DownloadFixture.run { fixture in
             let bound = try await fixture.control.purchase(["productId": Self.book, "appAccountToken": Self.account])
-            let response = try await Self.restore(fixture, ["signedTransaction": bound.signedTransaction, "appAccountToken": UUID().uuidString])
+            let response = try await Self.restore(
+                fixture, ["signedTransaction": bound.signedTransaction, "appAccountToken": UUID().uuidString])
             #expect(response.status == .conflict)
             #expect(try DownloadFixture.code(response) == "transaction_claimed")
             #expect(try await fixture.snapshot().isEmpty)

@@ -82,7 +82,8 @@ struct ServerFixture {
         let value: Value
         if configuration.usesPostgres {
             let database = PostgresPool(
-                address: try PostgresAddress(url: configuration.databaseLocation), poolSize: 4, checkoutTimeout: .seconds(30), logger: ScratchPostgres.quiet)
+                address: try PostgresAddress(url: configuration.databaseLocation), poolSize: 4, checkoutTimeout: .seconds(30),
+                logger: ScratchPostgres.quiet)
             value = try await database.running { database in try await body(PostgresLedger(database: database)) }
         } else {
             value = try await body(SQLiteLedger(database: try SQLiteDatabase(path: configuration.databaseLocation)))

@@ -11,7 +11,8 @@ import Testing
         await #expect {
             _ = try await fixture.application()
         } throws: { error in
-            "\(error)" == #"catalogue refused (1 problem): product 1 (com.example.book): file "../escape" uses ".." to leave the content folder"#
+            "\(error)"
+                == #"catalogue refused (1 problem): product 1 (com.example.book): file "../escape" uses ".." to leave the content folder"#
         }
     }
 

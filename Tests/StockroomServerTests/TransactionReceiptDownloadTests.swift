@@ -23,7 +23,8 @@ import Testing
             // The connection breaks after 256 KiB.
             let impatient = CurlHTTPClient(configuration: .init(maximumResponseBytes: 256 * 1024))
             await #expect(throws: UpstreamError.responseTooLarge(limit: 256 * 1024)) {
-                _ = try await impatient.send(UpstreamRequest(method: .post, url: "http://127.0.0.1:\(fixture.client.port!)/v1/downloads", body: Array(body)))
+                _ = try await impatient.send(
+                    UpstreamRequest(method: .post, url: "http://127.0.0.1:\(fixture.client.port!)/v1/downloads", body: Array(body)))
             }
             #expect(try await fixture.eventually { try await !fixture.ledger.attempts(of: purchase.transactionId).isEmpty })
             let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
@@ -64,7 +65,9 @@ import Testing
             let response = try await fixture.post(try Self.fields(purchase, product: DownloadFixture.book))
             #expect(response.status == .forbidden)
             #expect(try DownloadFixture.code(response) == "revoked")
-            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked, "recorded revoked, so the receipt cannot come back")
+            #expect(
+                try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .revoked,
+                "recorded revoked, so the receipt cannot come back")
         }
     }
 
@@ -88,7 +91,10 @@ import Testing
             ]
             for plist in plists {
                 let response = try await fixture.post(
-                    ["productId": DownloadFixture.book, "transactionId": "2000000000000001", "receiptData": ByteEncoding.base64(Array(plist.utf8))])
+                    [
+                        "productId": DownloadFixture.book, "transactionId": "2000000000000001",
+                        "receiptData": ByteEncoding.base64(Array(plist.utf8)),
+                    ])
                 #expect(response.status == .forbidden)
                 #expect(try DownloadFixture.code(response) == "receipt_malformed")
             }
@@ -101,7 +107,9 @@ import Testing
         try await DownloadFixture.run { fixture in
             let purchase = try await fixture.control.transactionPurchase(DownloadFixture.book)
             try await fixture.control.fault(["kind": "http-status", "status": 503, "count": 100])
-            let response = try await fixture.post(["productId": DownloadFixture.book, "receiptData": try #require(purchase.transactionReceipt)])
+            let response = try await fixture.post([
+                "productId": DownloadFixture.book, "receiptData": try #require(purchase.transactionReceipt),
+            ])
             #expect(response.status == .serviceUnavailable)
             let kept = try await fixture.ledger.pendingProofs(status: .pending, limit: 10)
             #expect(kept.map(\.transactionID) == [purchase.transactionId])

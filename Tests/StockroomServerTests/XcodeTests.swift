@@ -16,7 +16,9 @@ import Testing
     @Test func anXcodeSignedTransactionIsAcceptedWithTheFlagWithoutAskingUpstream() async throws {
         let xcode = try XcodeArtefacts()
         try await DownloadFixture.run({ $0.acceptsXcode = true }) { fixture in
-            let response = try await fixture.post(["productId": Self.book, "signedTransaction": try xcode.signedTransaction(product: Self.book, id: "0")])
+            let response = try await fixture.post([
+                "productId": Self.book, "signedTransaction": try xcode.signedTransaction(product: Self.book, id: "0"),
+            ])
             #expect(response.status == .ok)
             #expect(Array(buffer: response.body) == ServerFixture.book)
             #expect(try await fixture.control.serverAPICalls() == 0, "Xcode's transactions are unknown upstream: nothing is asked")
@@ -27,10 +29,14 @@ import Testing
     @Test func withoutTheFlagXcodeArtefactsAreRefusedAsBefore() async throws {
         let xcode = try XcodeArtefacts()
         try await DownloadFixture.run { fixture in
-            let signed = try await fixture.post(["productId": Self.book, "signedTransaction": try xcode.signedTransaction(product: Self.book, id: "0")])
+            let signed = try await fixture.post([
+                "productId": Self.book, "signedTransaction": try xcode.signedTransaction(product: Self.book, id: "0"),
+            ])
             #expect(signed.status == .forbidden)
             #expect(try DownloadFixture.code(signed) == "jws_malformed")
-            let receipt = try await fixture.post(["productId": Self.book, "receiptData": try xcode.receipt(product: Self.book, id: "0"), "transactionId": "0"])
+            let receipt = try await fixture.post([
+                "productId": Self.book, "receiptData": try xcode.receipt(product: Self.book, id: "0"), "transactionId": "0",
+            ])
             #expect(receipt.status == .forbidden)
             #expect(try await fixture.snapshot().isEmpty)
         }
@@ -39,18 +45,27 @@ import Testing
     @Test func aTamperedOneAnotherEnvironmentAndAnUnpinnedCertificateAreRefused() async throws {
         let xcode = try XcodeArtefacts()
         let stranger = try XcodeArtefacts()
-        try await DownloadFixture.run({ $0.acceptsXcode = true; $0.xcodeCertificate = xcode.certificate }) { fixture in
+        try await DownloadFixture.run({
+            $0.acceptsXcode = true; $0.xcodeCertificate = xcode.certificate
+        }) { fixture in
             var parts = try xcode.signedTransaction(product: "com.example.big", id: "0").split(separator: ".").map(String.init)
             parts[1] = try xcode.payload(product: Self.book, id: "0")
             let tampered = try await fixture.post(["productId": Self.book, "signedTransaction": parts.joined(separator: ".")])
             #expect(tampered.status == .forbidden)
             #expect(try DownloadFixture.code(tampered) == "jws_bad_signature")
-            let production = try await fixture.post(["productId": Self.book, "signedTransaction": try xcode.signedTransaction(product: Self.book, id: "0", environment: "Production")])
+            let production = try await fixture.post([
+                "productId": Self.book,
+                "signedTransaction": try xcode.signedTransaction(product: Self.book, id: "0", environment: "Production"),
+            ])
             #expect(production.status == .forbidden)
             #expect(try DownloadFixture.code(production) == "jws_malformed", "one self-signed certificate never vouches for Production")
-            let unpinned = try await fixture.post(["productId": Self.book, "signedTransaction": try stranger.signedTransaction(product: Self.book, id: "0")])
+            let unpinned = try await fixture.post([
+                "productId": Self.book, "signedTransaction": try stranger.signedTransaction(product: Self.book, id: "0"),
+            ])
             #expect(try DownloadFixture.code(unpinned) == "jws_bad_chain")
-            let strangersReceipt = try await fixture.post(["productId": Self.book, "receiptData": try stranger.receipt(product: Self.book, id: "0"), "transactionId": "0"])
+            let strangersReceipt = try await fixture.post([
+                "productId": Self.book, "receiptData": try stranger.receipt(product: Self.book, id: "0"), "transactionId": "0",
+            ])
             #expect(try DownloadFixture.code(strangersReceipt) == "receipt_not_authentic")
             #expect(try await fixture.snapshot().isEmpty, "refusals change nothing")
         }
@@ -108,16 +123,20 @@ struct XcodeArtefacts {
 
     func signedTransaction(product: String, id: String, environment: String = "Xcode") throws -> String {
         let header: [String: Any] = ["alg": "ES256", "kid": "Apple_Xcode_Key", "x5c": [ByteEncoding.base64(certificate.der)]]
-        let input = ByteEncoding.base64URL(Array(try JSONSerialization.data(withJSONObject: header))) + "." + (try payload(product: product, id: id, environment: environment))
+        let input =
+            ByteEncoding.base64URL(Array(try JSONSerialization.data(withJSONObject: header))) + "."
+            + (try payload(product: product, id: id, environment: environment))
         return input + "." + ByteEncoding.base64URL(try key.sign(Array(input.utf8)))
     }
 
     func receipt(product: String, id: String) throws -> String {
         let receipt = AppReceipt(
-            receiptType: "Xcode", bundleID: XcodeTests.bundle, appVersion: "1", opaqueValue: Array("xcode-device".utf8), creationDate: Date(),
+            receiptType: "Xcode", bundleID: XcodeTests.bundle, appVersion: "1", opaqueValue: Array("xcode-device".utf8),
+            creationDate: Date(),
             purchases: [
                 AppReceipt.Purchase(
-                    quantity: 1, productID: product, transactionID: id, purchaseDate: Date(), originalTransactionID: id, cancellationDate: nil)
+                    quantity: 1, productID: product, transactionID: id, purchaseDate: Date(), originalTransactionID: id,
+                    cancellationDate: nil)
             ])
         return ByteEncoding.base64(try SignedData.sign(receipt.encodedPayload(), signer: certificate, key: key, chain: []))
     }

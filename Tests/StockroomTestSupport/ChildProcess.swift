@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A child process started with `posix_spawn`, for the tests that run `stockroom`, nginx,
@@ -132,10 +132,13 @@ public final class ChildProcess: Sendable {
     }
 
     private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-    private typealias AddChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
+    private typealias AddChangeDirectory =
+        @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
 
     // glibc has both (2.34 and 2.29), but its headers show them only to _GNU_SOURCE C code.
-    private static let addCloseFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map { unsafeBitCast($0, to: AddCloseFrom.self) }
+    private static let addCloseFrom = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+        unsafeBitCast($0, to: AddCloseFrom.self)
+    }
     private static let addChangeDirectory = dlsym(nil, "posix_spawn_file_actions_addchdir_np").map {
         unsafeBitCast($0, to: AddChangeDirectory.self)
     }

@@ -16,7 +16,8 @@ public struct ContractRecorder: TestClientProtocol {
 
     public var port: Int? { base.port }
 
-    public func executeRequest(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?) async throws -> TestResponse {
+    public func executeRequest(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?) async throws -> TestResponse
+    {
         let response = try await base.executeRequest(uri: uri, method: method, headers: headers, body: body)
         ContractLog.shared?.append(method: method, uri: uri, requestHeaders: headers, response: response)
         return response

@@ -34,7 +34,9 @@ public enum ScratchBucket {
             let strangerSecret = environment["STOCKROOM_TEST_S3_STRANGER_SECRET"]
         else {
             throw Unavailable(
-                description: "STOCKROOM_TEST_S3 and its keys are not set: this case needs an S3 store. Run `eval \"$(.ci/s3 start | sed 's/^/export /')\"` (make test does it)")
+                description:
+                    "STOCKROOM_TEST_S3 and its keys are not set: this case needs an S3 store. Run `eval \"$(.ci/s3 start | sed 's/^/export /')\"` (make test does it)"
+            )
         }
         return Store(
             endpoint: endpoint, credentials: .init(accessKeyID: key, secretAccessKey: secret),

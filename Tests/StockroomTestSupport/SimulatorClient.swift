@@ -37,7 +37,9 @@ public struct SimulatorControl: Sendable {
     public func purchase(json fields: [String: any Sendable]) async throws -> Purchase {
         let body = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: fields))
         let response = try await client.execute(uri: "/sim/purchases", method: .post, body: body)
-        guard response.status == .created else { throw SimulatorControlError(status: response.status.code, body: String(buffer: response.body)) }
+        guard response.status == .created else {
+            throw SimulatorControlError(status: response.status.code, body: String(buffer: response.body))
+        }
         return try JSONDecoder().decode(Purchase.self, from: Data(buffer: response.body))
     }
 
@@ -50,7 +52,9 @@ public struct SimulatorControl: Sendable {
         return try await purchase(json: fields)
     }
 
-    public func purchase(_ productId: String = "com.example.stockroom.demo.book1", environment: String = "Production") async throws -> Purchase {
+    public func purchase(_ productId: String = "com.example.stockroom.demo.book1", environment: String = "Production") async throws
+        -> Purchase
+    {
         try await purchase(["productId": productId, "environment": environment])
     }
 
@@ -66,7 +70,9 @@ public struct SimulatorControl: Sendable {
     public func fault(_ fields: [String: any Sendable]) async throws {
         let body = try JSONSerialization.data(withJSONObject: fields)
         let response = try await client.execute(uri: "/sim/faults", method: .post, body: ByteBuffer(bytes: body))
-        guard response.status == .created else { throw SimulatorControlError(status: response.status.code, body: String(buffer: response.body)) }
+        guard response.status == .created else {
+            throw SimulatorControlError(status: response.status.code, body: String(buffer: response.body))
+        }
     }
 
     /// Upstream calls the simulator received.

@@ -29,7 +29,8 @@ public final class StockroomProcess: Sendable {
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
             folder.deleteLastPathComponent()
         }
-        throw Failure(description: "no stockroom binary beside the test runner: run `swift build --product stockroom` first (make test does)")
+        throw Failure(
+            description: "no stockroom binary beside the test runner: run `swift build --product stockroom` first (make test does)")
     }
 
     /// A TCP port nothing listens on at the moment of asking, for a child process to bind.
@@ -41,7 +42,9 @@ public final class StockroomProcess: Sendable {
         for _ in 0..<500 {
             let candidate = Int.random(in: 20_000..<32_000)
             guard handedOut.withLock({ $0.insert(candidate).inserted }) else { continue }
-            guard let channel = try? ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: candidate).wait()
+            guard
+                let channel = try? ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: candidate)
+                    .wait()
             else { continue }
             try? channel.close().wait()
             return candidate
@@ -64,7 +67,8 @@ public final class StockroomProcess: Sendable {
         let process =
             if let descriptors {
                 try ChildProcess(
-                    "/bin/sh", ["-c", "ulimit -Sn \(descriptors.soft) && ulimit -Hn \(descriptors.hard) && exec \"$0\" \"$@\"", binary] + serve,
+                    "/bin/sh",
+                    ["-c", "ulimit -Sn \(descriptors.soft) && ulimit -Hn \(descriptors.hard) && exec \"$0\" \"$@\"", binary] + serve,
                     environment: environment, directory: folder, output: .file(log))
             } else {
                 try ChildProcess(binary, serve, environment: environment, directory: folder, output: .file(log))
@@ -106,7 +110,9 @@ public final class StockroomProcess: Sendable {
     }
 
     /// One request to this instance.
-    public func send(_ method: UpstreamRequest.Method, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil) async throws -> UpstreamResponse {
+    public func send(_ method: UpstreamRequest.Method, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil) async throws
+        -> UpstreamResponse
+    {
         let request = UpstreamRequest(
             method: method, url: "http://127.0.0.1:\(port)\(path)", headers: headers.map { (name: $0.0, value: $0.1) }, body: body)
         return try await Self.client.send(request)

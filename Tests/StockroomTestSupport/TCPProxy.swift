@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A TCP proxy on loopback in front of a server, to break what travels between a client and
@@ -116,7 +116,9 @@ public final class TCPProxy: @unchecked Sendable {
             }
             let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = LoopbackListener.loopback(port: upstreamPort)
-            let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(server, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
             if connected != 0 {
                 close(client)
                 close(server)

@@ -49,7 +49,8 @@ public final class DigestCache: Sendable {
 
     /// The digests Stockroom computed of the object `address` (`s3://bucket/key`) when it had `head`.
     public func digest(ofObject address: String, head: S3Client.Head) -> ObjectDigest? {
-        guard let entry = entries.withLock({ $0[address] }), entry.object == head, let crc = entry.crc32c.flatMap({ UInt32($0, radix: 16) }) else {
+        guard let entry = entries.withLock({ $0[address] }), entry.object == head, let crc = entry.crc32c.flatMap({ UInt32($0, radix: 16) })
+        else {
             return nil
         }
         return ObjectDigest(sha256: entry.sha256, crc32c: crc)

@@ -70,7 +70,9 @@ public struct ObjectCatalogLoader: Sendable {
     }
 
     /// Checks decoded entries, heads their objects and hashes those not hashed at their ETag.
-    public func validate(_ file: CatalogFile, catalogStamp: FileStamp? = nil, catalogETag: String? = nil) async throws(CatalogError) -> ProductCatalog {
+    public func validate(_ file: CatalogFile, catalogStamp: FileStamp? = nil, catalogETag: String? = nil) async throws(CatalogError)
+        -> ProductCatalog
+    {
         var problems: [String] = []
         var firstPosition: [String: Int] = [:]
         var accepted: [(entry: CatalogFile.Entry, name: String, type: ProductType, key: String)] = []
@@ -80,7 +82,8 @@ public struct ObjectCatalogLoader: Sendable {
             if let file = entry.file {
                 if !ObjectKey.isValid(location.key(file)) {
                     entryProblems.append(
-                        "\(name): file \"\(file)\" is not a valid object key (letters, digits and - _ . / + = , @ ~ !, no empty, . or .. segment)")
+                        "\(name): file \"\(file)\" is not a valid object key (letters, digits and - _ . / + = , @ ~ !, no empty, . or .. segment)"
+                    )
                 }
             } else {
                 entryProblems.append("\(name): file is missing")
@@ -102,7 +105,8 @@ public struct ObjectCatalogLoader: Sendable {
             let head: S3Client.Head
             switch heads[item.key] {
             case .success(let found): head = found
-            case .failure(.missing): problems.append("\(item.name): the object \"\(item.key)\" does not exist in the bucket \(content.bucket)"); continue
+            case .failure(.missing):
+                problems.append("\(item.name): the object \"\(item.key)\" does not exist in the bucket \(content.bucket)"); continue
             case .failure(let error): problems.append("\(item.name): the object \"\(item.key)\" cannot be read: \(error)"); continue
             case nil: problems.append("\(item.name): the object \"\(item.key)\" was not read"); continue
             }
@@ -188,7 +192,9 @@ public struct ObjectCatalogLoader: Sendable {
             return (Array(data), stamp, nil)
         case .object(let client, let key):
             do {
-                guard let (body, etag) = try await client.fetch(key, ifNoneMatch: nil) else { throw CatalogError(["\(catalogName) answered 304"]) }
+                guard let (body, etag) = try await client.fetch(key, ifNoneMatch: nil) else {
+                    throw CatalogError(["\(catalogName) answered 304"])
+                }
                 return (body, nil, etag)
             } catch let error as CatalogError {
                 throw error
@@ -221,7 +227,7 @@ public struct ObjectCatalogLoader: Sendable {
     private static func head(_ key: String, from content: S3Client) async -> (String, Result<S3Client.Head, ObjectStoreError>) {
         do throws(ObjectStoreError) {
             return (key, .success(try await content.head(key)))
-        } catch where error.isTransient {
+        } catch  where error.isTransient {
             try? await Task.sleep(for: .milliseconds(200))
             do throws(ObjectStoreError) { return (key, .success(try await content.head(key))) } catch { return (key, .failure(error)) }
         } catch {

@@ -62,7 +62,9 @@ public struct Product: Sendable, Equatable, Codable {
 
     /// The representation of this product's content, for range and conditional requests.
     public var representation: ContentRepresentation {
-        ContentRepresentation(path: file, size: size, sha256: sha256, contentType: contentType, stamp: stamp, objectETag: objectETag, objectCRC32C: objectCRC32C)
+        ContentRepresentation(
+            path: file, size: size, sha256: sha256, contentType: contentType, stamp: stamp, objectETag: objectETag,
+            objectCRC32C: objectCRC32C)
     }
 }
 

@@ -19,7 +19,8 @@ public struct ProductCatalog: Sendable {
     private let index: [String: Int]
 
     public init(
-        products: [Product], watchedFiles: [String: FileStamp] = [:], watchedObjects: [String: S3Client.Head] = [:], catalogObjectETag: String? = nil
+        products: [Product], watchedFiles: [String: FileStamp] = [:], watchedObjects: [String: S3Client.Head] = [:],
+        catalogObjectETag: String? = nil
     ) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

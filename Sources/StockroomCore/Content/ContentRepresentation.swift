@@ -14,7 +14,8 @@ public struct ContentRepresentation: Sendable, Equatable {
     public var objectCRC32C: UInt32?
 
     public init(
-        path: String, size: Int64, sha256: String, contentType: String, stamp: FileStamp? = nil, objectETag: String? = nil, objectCRC32C: UInt32? = nil
+        path: String, size: Int64, sha256: String, contentType: String, stamp: FileStamp? = nil, objectETag: String? = nil,
+        objectCRC32C: UInt32? = nil
     ) {
         self.path = path
         self.size = size

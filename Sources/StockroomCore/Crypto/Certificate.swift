@@ -112,11 +112,20 @@ public final class Certificate: @unchecked Sendable {
 
         var context = X509V3_CTX()
         X509V3_set_ctx(&context, issuer?.certificate.x509 ?? x509, x509, nil, nil, 0)
-        let extensions: [(Int32, String)] = isAuthority
-            ? [(NID_basic_constraints, "critical,CA:TRUE"), (NID_key_usage, "critical,keyCertSign,cRLSign"), (NID_subject_key_identifier, "hash")]
-            : [(NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"), (NID_subject_key_identifier, "hash")]
+        let extensions: [(Int32, String)] =
+            isAuthority
+            ? [
+                (NID_basic_constraints, "critical,CA:TRUE"), (NID_key_usage, "critical,keyCertSign,cRLSign"),
+                (NID_subject_key_identifier, "hash"),
+            ]
+            : [
+                (NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
+                (NID_subject_key_identifier, "hash"),
+            ]
         for (nid, value) in extensions {
-            guard let ext = X509V3_EXT_conf_nid(nil, &context, nid, value) else { throw .openSSL("extension \(nid)", OpenSSLError.lastMessage()) }
+            guard let ext = X509V3_EXT_conf_nid(nil, &context, nid, value) else {
+                throw .openSSL("extension \(nid)", OpenSSLError.lastMessage())
+            }
             defer { X509_EXTENSION_free(ext) }
             guard X509_add_ext(x509, ext, -1) == 1 else { throw .openSSL("extension \(nid)", OpenSSLError.lastMessage()) }
         }

@@ -42,4 +42,3 @@ public struct SHA256: ~Copyable {
         return hasher.finalize()
     }
 }
-

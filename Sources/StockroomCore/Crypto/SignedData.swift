@@ -9,7 +9,9 @@ public enum SignedData {
     public static func content(of bytes: [UInt8]) -> [UInt8]? {
         guard let cms = parse(bytes) else { return nil }
         defer { CMS_ContentInfo_free(cms) }
-        guard let pointer = CMS_get0_content(cms), let octets = pointer.pointee, let data = ASN1_STRING_get0_data(octets) else { return nil }
+        guard let pointer = CMS_get0_content(cms), let octets = pointer.pointee, let data = ASN1_STRING_get0_data(octets) else {
+            return nil
+        }
         return Array(UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(octets))))
     }
 
@@ -20,7 +22,9 @@ public enum SignedData {
         defer { CMS_ContentInfo_free(cms) }
         guard let store = X509_STORE_new() else { return "no memory" }
         defer { X509_STORE_free(store) }
-        guard X509_STORE_add_cert(store, root.x509) == 1, let parameters = X509_STORE_get0_param(store) else { return OpenSSLError.lastMessage() }
+        guard X509_STORE_add_cert(store, root.x509) == 1, let parameters = X509_STORE_get0_param(store) else {
+            return OpenSSLError.lastMessage()
+        }
         X509_VERIFY_PARAM_set_time(parameters, seconds)
         // Apple's receipt-signing certificates are not S/MIME certificates: any purpose.
         X509_VERIFY_PARAM_set_purpose(parameters, X509_PURPOSE_ANY)
@@ -32,7 +36,8 @@ public enum SignedData {
 
     /// `content` signed by `signer`, with `chain` (the certificates above the signer; the signer's
     /// own is added by OpenSSL) included, as BER with indefinite lengths.
-    public static func sign(_ content: [UInt8], signer: Certificate, key: ECPrivateKey, chain: [Certificate]) throws(CryptoError) -> [UInt8] {
+    public static func sign(_ content: [UInt8], signer: Certificate, key: ECPrivateKey, chain: [Certificate]) throws(CryptoError) -> [UInt8]
+    {
         guard let stack = stockroom_sk_X509_new_null() else { throw .openSSL("signing", "no memory") }
         defer { stockroom_sk_X509_free(stack) }
         for certificate in chain { _ = stockroom_sk_X509_push(stack, certificate.x509) }
@@ -48,7 +53,9 @@ public enum SignedData {
         return try result.get()
     }
 
-    private static func sign(input: OpaquePointer?, signer: Certificate, key: ECPrivateKey, stack: OpaquePointer, keepAlive chain: [Certificate]) throws(CryptoError) -> [UInt8] {
+    private static func sign(
+        input: OpaquePointer?, signer: Certificate, key: ECPrivateKey, stack: OpaquePointer, keepAlive chain: [Certificate]
+    ) throws(CryptoError) -> [UInt8] {
         let flags = UInt32(CMS_BINARY | CMS_STREAM)
         guard let cms = CMS_sign(signer.x509, key.key, stack, input, flags) else { throw .openSSL("CMS_sign", OpenSSLError.lastMessage()) }
         defer { CMS_ContentInfo_free(cms) }

@@ -8,13 +8,16 @@ public enum EntitlementRules {
         let id = proof.transactionID
         if proof.revokedAt != nil {
             _ = try revoke(
-                RevokedPurchase(proof), cause: .refund, reason: "refunded or revoked (the App Store says so)", purchase: &purchase, now: now)
+                RevokedPurchase(proof), cause: .refund, reason: "refunded or revoked (the App Store says so)", purchase: &purchase, now: now
+            )
             return .refused(.revoked(transactionID: id))
         }
         if purchase.isRevoked {
             // Sticky: a restore or an older proof of a revoked purchase is recorded revoked too.
             if purchase[id] == nil {
-                insertRevoked(RevokedPurchase(proof), causes: purchase.standingRevocation, reason: "its purchase is revoked", purchase: &purchase, now: now)
+                insertRevoked(
+                    RevokedPurchase(proof), causes: purchase.standingRevocation, reason: "its purchase is revoked", purchase: &purchase,
+                    now: now)
             }
             return .refused(.revoked(transactionID: id))
         }
@@ -87,7 +90,9 @@ public enum EntitlementRules {
     /// The client confirms it has the whole file. With `handedOff` (the bytes came from an object
     /// store by presigned redirect, so Stockroom never saw the body end) a verified transaction is
     /// recorded delivered and acknowledged in the one change.
-    public static func acknowledge(_ transactionID: String, purchase: inout PurchaseWork, handedOff: Bool = false, now: Date) throws -> LedgerDecision {
+    public static func acknowledge(_ transactionID: String, purchase: inout PurchaseWork, handedOff: Bool = false, now: Date) throws
+        -> LedgerDecision
+    {
         guard var row = purchase[transactionID] else { return .refused(.unknownTransaction(transactionID)) }
         if purchase.isRevoked { return .refused(.revoked(transactionID: transactionID)) }
         switch row.state {

@@ -50,7 +50,9 @@ public struct Fulfilment: Sendable, Equatable, Codable {
         acknowledgedAt: Date?, revokedAt: Date?, revokedByOperatorAt: Date?, revokedByRefundAt: Date?, finishedAt: Date? = nil,
         customerConsented: Bool? = nil
     ) {
-        (self.transactionID, self.originalTransactionID, self.productID, self.bundleID) = (transactionID, originalTransactionID, productID, bundleID)
+        (self.transactionID, self.originalTransactionID, self.productID, self.bundleID) = (
+            transactionID, originalTransactionID, productID, bundleID
+        )
         (self.environment, self.proofKind, self.proof, self.proofDigest) = (environment, proofKind, proof, proofDigest)
         (self.appAccountToken, self.expiresAt, self.state, self.verifiedAt) = (appAccountToken, expiresAt, state, verifiedAt)
         (self.attempts, self.bytesDelivered, self.lastError) = (attempts, bytesDelivered, lastError)

@@ -21,7 +21,9 @@ public struct FulfilmentPageQuery: Sendable, Equatable {
     public private(set) var pageSize: Int
 
     /// A query; `page` and `pageSize` are clamped to their bounds, so no input can ask for more.
-    public init(state: FulfilmentState? = nil, productID: String? = nil, from: Date? = nil, to: Date? = nil, page: Int = 1, pageSize: Int = 50) {
+    public init(
+        state: FulfilmentState? = nil, productID: String? = nil, from: Date? = nil, to: Date? = nil, page: Int = 1, pageSize: Int = 50
+    ) {
         self.state = state
         self.productID = productID
         self.from = from

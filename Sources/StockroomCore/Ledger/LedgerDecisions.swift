@@ -51,7 +51,9 @@ extension LedgerDecisions {
     public func acknowledge(_ transactionID: String, productID: String, handedOff: Bool = false, now: Date) async throws -> LedgerDecision {
         let finishOn = finishOn
         return try await decide(.purchaseOf(transactionID: transactionID)) { work in
-            guard let before = work[transactionID], before.productID == productID else { return .refused(.unknownTransaction(transactionID)) }
+            guard let before = work[transactionID], before.productID == productID else {
+                return .refused(.unknownTransaction(transactionID))
+            }
             let decision = try EntitlementRules.acknowledge(transactionID, purchase: &work, handedOff: handedOff, now: now)
             if case .entitled(let after) = decision { work.queueFinish(finishOn, before: before.state, after: after, now: now) }
             return decision

@@ -23,13 +23,17 @@ extension LedgerStatement {
         }
         if let productID = filter.productID { filters.add("product_id = ?", [productID]) }
         if let since = filter.since { filters.add("updated_at >= ?", [since]) }
-        if filter.unfinished { filters.add("transaction_id IN (SELECT transaction_id FROM server_calls WHERE kind = 'finish' AND status = 'queued')") }
+        if filter.unfinished {
+            filters.add("transaction_id IN (SELECT transaction_id FROM server_calls WHERE kind = 'finish' AND status = 'queued')")
+        }
         return filters.statement("SELECT * FROM fulfilments", then: "ORDER BY updated_at DESC LIMIT ?", [max(0, filter.limit)])
     }
 
     /// A console page of fulfilments, newest first, each row with how many match in all (`total`,
     /// counted in the same read), and that count alone (`count`) for a page past the last.
-    public static func fulfilmentPage(_ query: FulfilmentPageQuery, _ dialect: LedgerDialect) -> (page: LedgerStatement, count: LedgerStatement) {
+    public static func fulfilmentPage(_ query: FulfilmentPageQuery, _ dialect: LedgerDialect) -> (
+        page: LedgerStatement, count: LedgerStatement
+    ) {
         var filters = Filters()
         if let state = query.state { filters.add("state = ?", [state]) }
         if let productID = query.productID { filters.add("product_id = ?", [productID]) }
@@ -37,7 +41,8 @@ extension LedgerStatement {
         if let to = query.to { filters.add("created_at < ?", [to]) }
         return (
             filters.statement(
-                "SELECT *, COUNT(*) OVER () AS total FROM fulfilments", then: "ORDER BY created_at DESC, \(dialect.bytewise("transaction_id")) DESC LIMIT ? OFFSET ?",
+                "SELECT *, COUNT(*) OVER () AS total FROM fulfilments",
+                then: "ORDER BY created_at DESC, \(dialect.bytewise("transaction_id")) DESC LIMIT ? OFFSET ?",
                 [query.pageSize, query.offset]),
             filters.statement("SELECT COUNT(*) AS count FROM fulfilments")
         )
@@ -58,7 +63,8 @@ extension LedgerStatement {
                   CAST(SUM(SUM(bytes_delivered)) OVER () AS BIGINT) AS total_bytes
                 FROM fulfilments GROUP BY product_id ORDER BY COUNT(*) DESC, \(dialect.bytewise("product_id")) LIMIT ?1
                 """, [max(0, limit)]),
-            LedgerStatement("SELECT NULL AS name, 0 AS count, 0 AS bytes, COUNT(*) AS total_count, \(bytes) AS total_bytes FROM fulfilments", [])
+            LedgerStatement(
+                "SELECT NULL AS name, 0 AS count, 0 AS bytes, COUNT(*) AS total_count, \(bytes) AS total_bytes FROM fulfilments", [])
         )
     }
 
@@ -128,7 +134,8 @@ extension LedgerStatement {
 
     /// Whether any queued call is due (`count` 0 or 1): a read, so an idle queue takes no write lock.
     public static func dueServerCalls(now: Date) -> LedgerStatement {
-        LedgerStatement("SELECT COUNT(*) AS count FROM (SELECT 1 FROM server_calls WHERE status = 'queued' AND due_at <= ?1 LIMIT 1) AS due", [now])
+        LedgerStatement(
+            "SELECT COUNT(*) AS count FROM (SELECT 1 FROM server_calls WHERE status = 'queued' AND due_at <= ?1 LIMIT 1) AS due", [now])
     }
 
     /// Holds until `until` up to `limit` due calls that no other sender holds, oldest first; returns them.
@@ -153,7 +160,9 @@ extension LedgerStatement {
     }
 
     /// Notifications naming the transaction or its purchase, newest first.
-    public static func notifications(transactionID: String, originalTransactionID: String, limit: Int, _ dialect: LedgerDialect) -> LedgerStatement {
+    public static func notifications(transactionID: String, originalTransactionID: String, limit: Int, _ dialect: LedgerDialect)
+        -> LedgerStatement
+    {
         LedgerStatement(
             """
             SELECT * FROM notifications WHERE transaction_id = ?1 OR original_transaction_id = ?2 OR transaction_id = ?2

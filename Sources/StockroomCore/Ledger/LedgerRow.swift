@@ -18,7 +18,8 @@ extension Fulfilment: LedgerRow {
     public var columns: [(name: String, value: any LedgerBindable)] {
         [
             ("transaction_id", transactionID), ("original_transaction_id", originalTransactionID), ("product_id", productID),
-            ("bundle_id", bundleID), ("environment", environment), ("proof_kind", proofKind), ("proof", proof), ("proof_digest", proofDigest),
+            ("bundle_id", bundleID), ("environment", environment), ("proof_kind", proofKind), ("proof", proof),
+            ("proof_digest", proofDigest),
             ("app_account_token", appAccountToken), ("expires_at", expiresAt), ("state", state), ("verified_at", verifiedAt),
             ("attempts", attempts), ("bytes_delivered", bytesDelivered), ("last_error", lastError), ("created_at", createdAt),
             ("updated_at", updatedAt), ("delivered_at", deliveredAt), ("acknowledged_at", acknowledgedAt), ("revoked_at", revokedAt),
@@ -29,10 +30,12 @@ extension Fulfilment: LedgerRow {
 
     public init(row: some LedgerCells) throws {
         self.init(
-            transactionID: try row["transaction_id"], originalTransactionID: try row["original_transaction_id"], productID: try row["product_id"],
+            transactionID: try row["transaction_id"], originalTransactionID: try row["original_transaction_id"],
+            productID: try row["product_id"],
             bundleID: try row["bundle_id"], environment: try row["environment"], proofKind: try row["proof_kind"], proof: try row["proof"],
             proofDigest: try row["proof_digest"], appAccountToken: try row["app_account_token"], expiresAt: try row["expires_at"],
-            state: try row["state"], verifiedAt: try row["verified_at"], attempts: try row["attempts"], bytesDelivered: try row["bytes_delivered"],
+            state: try row["state"], verifiedAt: try row["verified_at"], attempts: try row["attempts"],
+            bytesDelivered: try row["bytes_delivered"],
             lastError: try row["last_error"], createdAt: try row["created_at"], updatedAt: try row["updated_at"],
             deliveredAt: try row["delivered_at"], acknowledgedAt: try row["acknowledged_at"], revokedAt: try row["revoked_at"],
             revokedByOperatorAt: try row["revoked_by_operator_at"], revokedByRefundAt: try row["revoked_by_refund_at"],
@@ -43,7 +46,10 @@ extension Fulfilment: LedgerRow {
 extension DownloadAttempt: LedgerRow {
     public static let table = "download_attempts"
     public var columns: [(name: String, value: any LedgerBindable)] {
-        [("id", id), ("transaction_id", transactionID), ("range_start", rangeStart), ("range_end", rangeEnd), ("bytes", bytes), ("outcome", outcome), ("at", at)]
+        [
+            ("id", id), ("transaction_id", transactionID), ("range_start", rangeStart), ("range_end", rangeEnd), ("bytes", bytes),
+            ("outcome", outcome), ("at", at),
+        ]
     }
 
     public init(row: some LedgerCells) throws {
@@ -65,7 +71,8 @@ extension PendingProof: LedgerRow {
 
     public init(row: some LedgerCells) throws {
         self.init(
-            id: try row["id"], transactionID: try row["transaction_id"], proofDigest: try row["proof_digest"], proofKind: try row["proof_kind"],
+            id: try row["id"], transactionID: try row["transaction_id"], proofDigest: try row["proof_digest"],
+            proofKind: try row["proof_kind"],
             proof: try row["proof"], requestedProductID: try row["requested_product_id"], appAccountToken: try row["app_account_token"],
             client: try row["client"], status: try row["status"], lastError: try row["last_error"], createdAt: try row["created_at"],
             updatedAt: try row["updated_at"])
@@ -86,7 +93,8 @@ extension NotificationRecord: LedgerRow {
         self.init(
             uuid: try row["notification_uuid"], type: try row["notification_type"], subtype: try row["subtype"],
             transactionID: try row["transaction_id"], originalTransactionID: try row["original_transaction_id"],
-            signedPayload: try row["signed_payload"], source: try row["source"], outcome: try row["outcome"], receivedAt: try row["received_at"])
+            signedPayload: try row["signed_payload"], source: try row["source"], outcome: try row["outcome"],
+            receivedAt: try row["received_at"])
     }
 }
 
@@ -162,7 +170,8 @@ extension HourlyDeliveries: LedgerRecord {
     public init(row: some LedgerCells) throws {
         let hour: Int64 = try row["hour"]
         self.init(
-            hour: Date(timeIntervalSince1970: TimeInterval(hour) * 3600), complete: try row["complete"], interrupted: try row["interrupted"],
+            hour: Date(timeIntervalSince1970: TimeInterval(hour) * 3600), complete: try row["complete"],
+            interrupted: try row["interrupted"],
             bytes: try row["bytes"])
     }
 }

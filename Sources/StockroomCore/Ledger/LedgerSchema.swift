@@ -16,117 +16,131 @@ public enum LedgerSchema {
         let states = FulfilmentState.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
         let proofKinds = "proof_kind TEXT NOT NULL CHECK (proof_kind IN ('receipt', 'signedTransaction'))"
         return [
-            Migration(version: 1, name: "v1: schema marker", statements: [
-                "CREATE TABLE IF NOT EXISTS stockroom_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
-            ]),
-            Migration(version: 2, name: "v2: fulfilments and download attempts", statements: [
-                """
-                CREATE TABLE fulfilments (
-                  transaction_id TEXT PRIMARY KEY NOT NULL,
-                  original_transaction_id TEXT NOT NULL,
-                  product_id TEXT NOT NULL,
-                  bundle_id TEXT NOT NULL,
-                  environment TEXT CHECK (environment IN ('Production', 'Sandbox')),
-                  \(proofKinds),
-                  proof TEXT NOT NULL,
-                  state TEXT NOT NULL CHECK (state IN (\(states))),
-                  verified_at \(time),
-                  attempts \(count) NOT NULL DEFAULT 0 CHECK (attempts >= 0),
-                  bytes_delivered \(count) NOT NULL DEFAULT 0 CHECK (bytes_delivered >= 0),
-                  last_error TEXT,
-                  created_at \(time) NOT NULL,
-                  updated_at \(time) NOT NULL,
-                  delivered_at \(time),
-                  acknowledged_at \(time),
-                  revoked_at \(time))
-                """,
-                "CREATE INDEX fulfilments_on_original_transaction_id ON fulfilments (original_transaction_id)",
-                "CREATE INDEX fulfilments_on_state ON fulfilments (state)",
-                "CREATE INDEX fulfilments_on_updated_at ON fulfilments (updated_at)",
-                """
-                CREATE TABLE download_attempts (
-                  id \(id),
-                  transaction_id TEXT NOT NULL REFERENCES fulfilments (transaction_id) ON DELETE CASCADE,
-                  range_start \(count),
-                  range_end \(count),
-                  bytes \(count) NOT NULL CHECK (bytes >= 0),
-                  outcome TEXT NOT NULL CHECK (outcome IN ('complete', 'interrupted')),
-                  at \(time) NOT NULL)
-                """,
-                "CREATE INDEX download_attempts_on_transaction_id ON download_attempts (transaction_id)",
-            ]),
-            Migration(version: 3, name: "v3: App Store notifications", statements: [
-                """
-                CREATE TABLE notifications (
-                  notification_uuid TEXT PRIMARY KEY NOT NULL,
-                  notification_type TEXT NOT NULL,
-                  subtype TEXT,
-                  transaction_id TEXT,
-                  original_transaction_id TEXT,
-                  outcome TEXT NOT NULL,
-                  received_at \(time) NOT NULL)
-                """,
-            ]),
-            Migration(version: 4, name: "v4: entitlements only from verified proofs, pending proofs apart", statements: [
-                "ALTER TABLE fulfilments ADD COLUMN proof_digest TEXT",
-                "ALTER TABLE fulfilments ADD COLUMN app_account_token TEXT",
-                "ALTER TABLE fulfilments ADD COLUMN expires_at \(time)",
-                "ALTER TABLE fulfilments ADD COLUMN revoked_by_operator_at \(time)",
-                "ALTER TABLE fulfilments ADD COLUMN revoked_by_refund_at \(time)",
-                """
-                CREATE TABLE pending_proofs (
-                  id \(id),
-                  transaction_id TEXT NOT NULL,
-                  proof_digest TEXT NOT NULL,
-                  \(proofKinds),
-                  proof TEXT NOT NULL,
-                  requested_product_id TEXT NOT NULL,
-                  app_account_token TEXT,
-                  status TEXT NOT NULL CHECK (status IN ('pending', 'rejected')),
-                  last_error TEXT,
-                  created_at \(time) NOT NULL,
-                  updated_at \(time) NOT NULL,
-                  UNIQUE (transaction_id, proof_digest))
-                """,
-                "CREATE INDEX pending_proofs_on_transaction_id ON pending_proofs (transaction_id)",
-                "CREATE INDEX pending_proofs_on_status ON pending_proofs (status)",
-            ]),
-            Migration(version: 5, name: "v5: a pending proof is leased to one re-verification at a time", statements: [
-                "ALTER TABLE pending_proofs ADD COLUMN leased_until \(time)",
-            ]),
-            Migration(version: 6, name: "v6: the purchase lifecycle: server finish, consumption answers, notifications verbatim", statements: [
-                "ALTER TABLE fulfilments ADD COLUMN finished_at \(time)",
-                "ALTER TABLE fulfilments ADD COLUMN customer_consented BOOLEAN",
-                "ALTER TABLE notifications ADD COLUMN signed_payload TEXT",
-                "ALTER TABLE notifications ADD COLUMN source TEXT",
-                """
-                CREATE TABLE server_calls (
-                  id \(id),
-                  kind TEXT NOT NULL CHECK (kind IN ('finish', 'consumption')),
-                  transaction_id TEXT NOT NULL,
-                  environment TEXT NOT NULL,
-                  status TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'skipped', 'refused')),
-                  attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
-                  due_at \(time) NOT NULL,
-                  leased_until \(time),
-                  last_error TEXT,
-                  body TEXT,
-                  requested_by TEXT,
-                  created_at \(time) NOT NULL,
-                  updated_at \(time) NOT NULL,
-                  sent_at \(time),
-                  UNIQUE (kind, transaction_id))
-                """,
-                "CREATE INDEX server_calls_on_status_due_at ON server_calls (status, due_at)",
-                // The console pages the list by creation time and charts attempts by hour.
-                "CREATE INDEX fulfilments_on_created_at ON fulfilments (created_at)",
-                "CREATE INDEX download_attempts_on_at ON download_attempts (at)",
-            ]),
-            Migration(version: 7, name: "v7: pending proofs bounded per client, rejected ones purged", statements: [
-                "ALTER TABLE pending_proofs ADD COLUMN client TEXT",
-                "CREATE INDEX pending_proofs_on_client ON pending_proofs (client)",
-                "CREATE INDEX pending_proofs_on_status_updated_at ON pending_proofs (status, updated_at)",
-            ]),
+            Migration(
+                version: 1, name: "v1: schema marker",
+                statements: [
+                    "CREATE TABLE IF NOT EXISTS stockroom_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)"
+                ]),
+            Migration(
+                version: 2, name: "v2: fulfilments and download attempts",
+                statements: [
+                    """
+                    CREATE TABLE fulfilments (
+                      transaction_id TEXT PRIMARY KEY NOT NULL,
+                      original_transaction_id TEXT NOT NULL,
+                      product_id TEXT NOT NULL,
+                      bundle_id TEXT NOT NULL,
+                      environment TEXT CHECK (environment IN ('Production', 'Sandbox')),
+                      \(proofKinds),
+                      proof TEXT NOT NULL,
+                      state TEXT NOT NULL CHECK (state IN (\(states))),
+                      verified_at \(time),
+                      attempts \(count) NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+                      bytes_delivered \(count) NOT NULL DEFAULT 0 CHECK (bytes_delivered >= 0),
+                      last_error TEXT,
+                      created_at \(time) NOT NULL,
+                      updated_at \(time) NOT NULL,
+                      delivered_at \(time),
+                      acknowledged_at \(time),
+                      revoked_at \(time))
+                    """,
+                    "CREATE INDEX fulfilments_on_original_transaction_id ON fulfilments (original_transaction_id)",
+                    "CREATE INDEX fulfilments_on_state ON fulfilments (state)",
+                    "CREATE INDEX fulfilments_on_updated_at ON fulfilments (updated_at)",
+                    """
+                    CREATE TABLE download_attempts (
+                      id \(id),
+                      transaction_id TEXT NOT NULL REFERENCES fulfilments (transaction_id) ON DELETE CASCADE,
+                      range_start \(count),
+                      range_end \(count),
+                      bytes \(count) NOT NULL CHECK (bytes >= 0),
+                      outcome TEXT NOT NULL CHECK (outcome IN ('complete', 'interrupted')),
+                      at \(time) NOT NULL)
+                    """,
+                    "CREATE INDEX download_attempts_on_transaction_id ON download_attempts (transaction_id)",
+                ]),
+            Migration(
+                version: 3, name: "v3: App Store notifications",
+                statements: [
+                    """
+                    CREATE TABLE notifications (
+                      notification_uuid TEXT PRIMARY KEY NOT NULL,
+                      notification_type TEXT NOT NULL,
+                      subtype TEXT,
+                      transaction_id TEXT,
+                      original_transaction_id TEXT,
+                      outcome TEXT NOT NULL,
+                      received_at \(time) NOT NULL)
+                    """
+                ]),
+            Migration(
+                version: 4, name: "v4: entitlements only from verified proofs, pending proofs apart",
+                statements: [
+                    "ALTER TABLE fulfilments ADD COLUMN proof_digest TEXT",
+                    "ALTER TABLE fulfilments ADD COLUMN app_account_token TEXT",
+                    "ALTER TABLE fulfilments ADD COLUMN expires_at \(time)",
+                    "ALTER TABLE fulfilments ADD COLUMN revoked_by_operator_at \(time)",
+                    "ALTER TABLE fulfilments ADD COLUMN revoked_by_refund_at \(time)",
+                    """
+                    CREATE TABLE pending_proofs (
+                      id \(id),
+                      transaction_id TEXT NOT NULL,
+                      proof_digest TEXT NOT NULL,
+                      \(proofKinds),
+                      proof TEXT NOT NULL,
+                      requested_product_id TEXT NOT NULL,
+                      app_account_token TEXT,
+                      status TEXT NOT NULL CHECK (status IN ('pending', 'rejected')),
+                      last_error TEXT,
+                      created_at \(time) NOT NULL,
+                      updated_at \(time) NOT NULL,
+                      UNIQUE (transaction_id, proof_digest))
+                    """,
+                    "CREATE INDEX pending_proofs_on_transaction_id ON pending_proofs (transaction_id)",
+                    "CREATE INDEX pending_proofs_on_status ON pending_proofs (status)",
+                ]),
+            Migration(
+                version: 5, name: "v5: a pending proof is leased to one re-verification at a time",
+                statements: [
+                    "ALTER TABLE pending_proofs ADD COLUMN leased_until \(time)"
+                ]),
+            Migration(
+                version: 6, name: "v6: the purchase lifecycle: server finish, consumption answers, notifications verbatim",
+                statements: [
+                    "ALTER TABLE fulfilments ADD COLUMN finished_at \(time)",
+                    "ALTER TABLE fulfilments ADD COLUMN customer_consented BOOLEAN",
+                    "ALTER TABLE notifications ADD COLUMN signed_payload TEXT",
+                    "ALTER TABLE notifications ADD COLUMN source TEXT",
+                    """
+                    CREATE TABLE server_calls (
+                      id \(id),
+                      kind TEXT NOT NULL CHECK (kind IN ('finish', 'consumption')),
+                      transaction_id TEXT NOT NULL,
+                      environment TEXT NOT NULL,
+                      status TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'skipped', 'refused')),
+                      attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+                      due_at \(time) NOT NULL,
+                      leased_until \(time),
+                      last_error TEXT,
+                      body TEXT,
+                      requested_by TEXT,
+                      created_at \(time) NOT NULL,
+                      updated_at \(time) NOT NULL,
+                      sent_at \(time),
+                      UNIQUE (kind, transaction_id))
+                    """,
+                    "CREATE INDEX server_calls_on_status_due_at ON server_calls (status, due_at)",
+                    // The console pages the list by creation time and charts attempts by hour.
+                    "CREATE INDEX fulfilments_on_created_at ON fulfilments (created_at)",
+                    "CREATE INDEX download_attempts_on_at ON download_attempts (at)",
+                ]),
+            Migration(
+                version: 7, name: "v7: pending proofs bounded per client, rejected ones purged",
+                statements: [
+                    "ALTER TABLE pending_proofs ADD COLUMN client TEXT",
+                    "CREATE INDEX pending_proofs_on_client ON pending_proofs (client)",
+                    "CREATE INDEX pending_proofs_on_status_updated_at ON pending_proofs (status, updated_at)",
+                ]),
         ]
     }
 }

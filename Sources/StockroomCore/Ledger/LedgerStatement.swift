@@ -34,7 +34,8 @@ public struct LedgerStatement: Sendable, Equatable {
         }
         let sql = SQLText.cached(.init(row: ObjectIdentifier(Row.self), columns: names.count, conflict: conflict, update: false)) {
             let placeholders = (1...names.count).map { "?\($0)" }.joined(separator: ", ")
-            return "INSERT INTO \(Row.table) (\(names.joined(separator: ", "))) VALUES (\(placeholders))" + (conflict.map { " ON CONFLICT \($0)" } ?? "")
+            return "INSERT INTO \(Row.table) (\(names.joined(separator: ", "))) VALUES (\(placeholders))"
+                + (conflict.map { " ON CONFLICT \($0)" } ?? "")
         }
         return LedgerStatement(sql: sql, values: values)
     }
@@ -87,7 +88,9 @@ public struct LedgerStatement: Sendable, Equatable {
 
     /// Stamps a transaction finished with Apple, once.
     public static func stampFinished(_ transactionID: String, now: Date) -> LedgerStatement {
-        LedgerStatement("UPDATE fulfilments SET finished_at = COALESCE(finished_at, ?2), updated_at = ?2 WHERE transaction_id = ?1", [transactionID, now])
+        LedgerStatement(
+            "UPDATE fulfilments SET finished_at = COALESCE(finished_at, ?2), updated_at = ?2 WHERE transaction_id = ?1",
+            [transactionID, now])
     }
 
     /// Records a notification unless its UUID is on record.
@@ -156,4 +159,3 @@ private enum SQLText {
         return text
     }
 }
-

@@ -57,14 +57,17 @@ extension LedgerViews where Self: LedgerStatementRunner {
         // No product listed: an empty ledger (totals 0), or a limit of 0, which lists none.
         if rows.isEmpty, limit > 0 { return ProductTallies(top: [], fulfilments: 0, bytesDelivered: 0) }
         if rows.isEmpty { rows = try await fetch(statements.totals, as: ProductTallyRow.self) }
-        return ProductTallies(top: rows.compactMap(\.tally), fulfilments: rows.first?.totalCount ?? 0, bytesDelivered: rows.first?.totalBytes ?? 0)
+        return ProductTallies(
+            top: rows.compactMap(\.tally), fulfilments: rows.first?.totalCount ?? 0, bytesDelivered: rows.first?.totalBytes ?? 0)
     }
 
     public func fulfilmentPage(_ query: FulfilmentPageQuery) async throws -> FulfilmentPage {
         let statements = LedgerStatement.fulfilmentPage(query, dialect)
         let page = try await fetch(statements.page, as: Paged<Fulfilment>.self)
         // An empty first page: nothing matches. Past the last page, the total is counted alone.
-        guard let first = page.first else { return FulfilmentPage(rows: [], total: query.offset == 0 ? 0 : try await count(statements.count)) }
+        guard let first = page.first else {
+            return FulfilmentPage(rows: [], total: query.offset == 0 ? 0 : try await count(statements.count))
+        }
         return FulfilmentPage(rows: page.map(\.record), total: first.total)
     }
 

@@ -28,7 +28,9 @@ public struct ClaimTerms: Sendable, Equatable {
     /// The customer's consent to share consumption data with Apple, when the app says; kept on an entitled row.
     public var customerConsented: Bool?
 
-    public init(requestedProductID: String?, appAccountToken: String?, checksAccount: Bool, countsAttempt: Bool, customerConsented: Bool? = nil) {
+    public init(
+        requestedProductID: String?, appAccountToken: String?, checksAccount: Bool, countsAttempt: Bool, customerConsented: Bool? = nil
+    ) {
         self.requestedProductID = requestedProductID
         self.appAccountToken = appAccountToken?.lowercased()
         self.checksAccount = checksAccount
@@ -102,7 +104,8 @@ public struct RevokedPurchase: Sendable, Equatable {
     public var proof: String?
     public var proofDigest: String?
 
-    public init(transactionID: String, originalTransactionID: String, productID: String?, bundleID: String?, environment: StoreEnvironment?) {
+    public init(transactionID: String, originalTransactionID: String, productID: String?, bundleID: String?, environment: StoreEnvironment?)
+    {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -172,7 +175,9 @@ public struct FulfilmentListQuery: Sendable, Equatable {
     public var unfinished: Bool
     public var limit: Int
 
-    public init(states: Set<FulfilmentState>? = nil, productID: String? = nil, since: Date? = nil, unfinished: Bool = false, limit: Int = 1000) {
+    public init(
+        states: Set<FulfilmentState>? = nil, productID: String? = nil, since: Date? = nil, unfinished: Bool = false, limit: Int = 1000
+    ) {
         self.states = states
         self.productID = productID
         self.since = since

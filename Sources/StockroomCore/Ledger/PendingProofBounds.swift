@@ -18,7 +18,9 @@ public struct PendingProofBounds: Sendable, Equatable {
     /// Rejected proofs purged by one keep at most: the purge a request pays for stays small.
     public static let purgeBatch = 100
 
-    public init(total: Int = 5_000, perClient: Int = 20, maximumProofBytes: Int = 128 * 1024, rejectedRetention: Duration = .seconds(30 * 24 * 3600)) {
+    public init(
+        total: Int = 5_000, perClient: Int = 20, maximumProofBytes: Int = 128 * 1024, rejectedRetention: Duration = .seconds(30 * 24 * 3600)
+    ) {
         self.total = max(1, total)
         self.perClient = max(1, perClient)
         self.maximumProofBytes = max(1, maximumProofBytes)

@@ -56,7 +56,9 @@ public struct ServerCall: Sendable, Equatable, Codable {
     }
 
     /// A new queued call, due now.
-    public static func queued(_ kind: Kind, _ transactionID: String, environment: StoreEnvironment, requestedBy: String? = nil, now: Date) -> ServerCall {
+    public static func queued(_ kind: Kind, _ transactionID: String, environment: StoreEnvironment, requestedBy: String? = nil, now: Date)
+        -> ServerCall
+    {
         ServerCall(
             id: nil, kind: kind, transactionID: transactionID, environment: environment, status: .queued, attempts: 0, dueAt: now,
             leasedUntil: nil, lastError: nil, body: nil, requestedBy: requestedBy, createdAt: now, updatedAt: now, sentAt: nil)

@@ -37,7 +37,10 @@ public final class UpstreamCallWindow: Sendable {
         let index = HourlyDeliveries.hourIndex(now)
         let seconds = max(0, Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
         buckets.withLock { buckets in
-            var hour = buckets[index] ?? Hour(start: Date(timeIntervalSince1970: TimeInterval(index) * 3600), calls: 0, errors: 0, totalSeconds: 0, slowestSeconds: 0)
+            var hour =
+                buckets[index]
+                ?? Hour(
+                    start: Date(timeIntervalSince1970: TimeInterval(index) * 3600), calls: 0, errors: 0, totalSeconds: 0, slowestSeconds: 0)
             hour.calls &+= 1
             if failed { hour.errors &+= 1 }
             hour.totalSeconds += seconds

@@ -32,7 +32,9 @@ public struct ObjectLocation: Sendable, Hashable, CustomStringConvertible {
     public static func isValidBucket(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
         guard (3...63).contains(bytes.count), !name.contains("..") else { return false }
-        let isAlphanumeric = { (byte: UInt8) in (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+        let isAlphanumeric = { (byte: UInt8) in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
         guard isAlphanumeric(bytes.first!), isAlphanumeric(bytes.last!) else { return false }
         return bytes.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
     }

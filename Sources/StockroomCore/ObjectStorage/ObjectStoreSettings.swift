@@ -20,10 +20,14 @@ public struct ObjectStoreSettings: Sendable {
     public let credentials: SigV4.Credentials
 
     /// Checks the endpoint: `http` or `https`, a host, no path, query, fragment or user info.
-    public init(endpoint: String?, region: String, addressing: Addressing? = nil, credentials: SigV4.Credentials) throws(ObjectStoreSettingError) {
+    public init(endpoint: String?, region: String, addressing: Addressing? = nil, credentials: SigV4.Credentials)
+        throws(ObjectStoreSettingError)
+    {
         if let endpoint {
-            guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host,
-                !host.isEmpty, url.user == nil, url.password == nil, url.query == nil, url.fragment == nil, url.path.isEmpty || url.path == "/"
+            guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+                let host = url.host,
+                !host.isEmpty, url.user == nil, url.password == nil, url.query == nil, url.fragment == nil,
+                url.path.isEmpty || url.path == "/"
             else { throw .endpoint(endpoint) }
             var text = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)"
             // A default port is left out, as clients leave it out of the Host they send: a
@@ -66,10 +70,11 @@ public struct ObjectStoreSettings: Sendable {
 
     /// Letters, digits and `-`, 1–64 of them (`us-east-1`, `auto` for R2, `eu-central-003` for B2).
     public static func isValidRegion(_ region: String) -> Bool {
-        (1...64).contains(region.utf8.count) && region.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
-        }
+        (1...64).contains(region.utf8.count)
+            && region.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
+            }
     }
 }
 
@@ -105,7 +110,8 @@ public enum ObjectStoreCredentials {
             return SigV4.Credentials(accessKeyID: key, secretAccessKey: secret, sessionToken: token)
         }
         let name = profile ?? environment["AWS_PROFILE"].flatMap { $0.isEmpty ? nil : $0 } ?? "default"
-        let file = environment["AWS_SHARED_CREDENTIALS_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        let file =
+            environment["AWS_SHARED_CREDENTIALS_FILE"].flatMap { $0.isEmpty ? nil : $0 }
             ?? environment["HOME"].map { $0 + "/.aws/credentials" }
         guard let file else { throw .noCredentials("set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile in ~/.aws/credentials") }
         guard let data = FileManager.default.contents(atPath: file) else {
@@ -117,7 +123,8 @@ public enum ObjectStoreCredentials {
         guard let key = section["aws_access_key_id"], !key.isEmpty, let secret = section["aws_secret_access_key"], !secret.isEmpty else {
             throw .noCredentials("the profile [\(name)] of \(file) lacks aws_access_key_id or aws_secret_access_key")
         }
-        return SigV4.Credentials(accessKeyID: key, secretAccessKey: secret, sessionToken: section["aws_session_token"].flatMap { $0.isEmpty ? nil : $0 })
+        return SigV4.Credentials(
+            accessKeyID: key, secretAccessKey: secret, sessionToken: section["aws_session_token"].flatMap { $0.isEmpty ? nil : $0 })
     }
 
     /// The INI sections of a credentials file: `[name]` then `key = value` lines; `#` and `;` comment.

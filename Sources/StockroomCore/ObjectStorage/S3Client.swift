@@ -61,7 +61,9 @@ public final class S3Client: Sendable {
     }
 
     /// The bytes of `range` of the object, which must still have `etag` (else `.changed`).
-    public func read(_ key: String, range: ClosedRange<Int64>, ifMatch etag: String?, timeout: Duration = .seconds(60)) async throws(ObjectStoreError) -> [UInt8] {
+    public func read(_ key: String, range: ClosedRange<Int64>, ifMatch etag: String?, timeout: Duration = .seconds(60))
+        async throws(ObjectStoreError) -> [UInt8]
+    {
         var headers: [(name: String, value: String)] = [("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")]
         if let etag { headers.append(("If-Match", etag)) }
         let answer = try await send(.get, key: key, headers: headers, timeout: timeout)
@@ -78,7 +80,8 @@ public final class S3Client: Sendable {
             // every length check.
             let expectedRange = "bytes \(range.lowerBound)-\(range.upperBound)/"
             guard answer.headers["content-range"]?.hasPrefix(expectedRange) == true else {
-                throw .badAnswer("a range of \"\(key)\" other than the one asked (\(answer.headers["content-range"] ?? "no Content-Range"))")
+                throw .badAnswer(
+                    "a range of \"\(key)\" other than the one asked (\(answer.headers["content-range"] ?? "no Content-Range"))")
             }
         }
         let body = answer.status == 200 ? Array(answer.body.prefix(Int(expected))) : answer.body
@@ -87,13 +90,17 @@ public final class S3Client: Sendable {
     }
 
     /// A small object whole (a catalogue), unless its ETag is still `etag` (nil for 304).
-    public func fetch(_ key: String, ifNoneMatch etag: String?, timeout: Duration = .seconds(30)) async throws(ObjectStoreError) -> (body: [UInt8], etag: String)? {
+    public func fetch(_ key: String, ifNoneMatch etag: String?, timeout: Duration = .seconds(30)) async throws(ObjectStoreError) -> (
+        body: [UInt8], etag: String
+    )? {
         var headers: [(name: String, value: String)] = []
         if let etag { headers.append(("If-None-Match", etag)) }
         let answer = try await send(.get, key: key, headers: headers, timeout: timeout)
         if answer.status == 304 { return nil }
         try check(answer, key: key)
-        guard answer.status == 200, let tag = answer.headers["etag"] else { throw .badAnswer("\(answer.status) without an ETag for \"\(key)\"") }
+        guard answer.status == 200, let tag = answer.headers["etag"] else {
+            throw .badAnswer("\(answer.status) without an ETag for \"\(key)\"")
+        }
         return (answer.body, tag)
     }
 
@@ -137,7 +144,8 @@ public final class S3Client: Sendable {
                     }
                     // Only the range asked, as a 206 (or the whole object from its start): bytes
                     // from elsewhere would pass every length check.
-                    guard start.status == 206 ? start.headers["content-range"]?.hasPrefix(expectedRange) == true : range.lowerBound == 0 else {
+                    guard start.status == 206 ? start.headers["content-range"]?.hasPrefix(expectedRange) == true : range.lowerBound == 0
+                    else {
                         counter.refused = true
                         return false
                     }
@@ -166,22 +174,28 @@ public final class S3Client: Sendable {
     @discardableResult
     /// With `ifMatch`, only over the object with that ETag (a catalogue two operators may edit):
     /// `.changed` when another write came first.
-    public func put(_ key: String, body: [UInt8], contentType: String, ifMatch: String? = nil, timeout: Duration? = nil) async throws(ObjectStoreError)
+    public func put(_ key: String, body: [UInt8], contentType: String, ifMatch: String? = nil, timeout: Duration? = nil)
+        async throws(ObjectStoreError)
         -> String
     {
         var headers: [(name: String, value: String)] = [("Content-Type", contentType)]
         if let ifMatch { headers.append(("If-Match", ifMatch)) }
         let answer = try await send(.put, key: key, headers: headers, body: body, timeout: timeout)
         try check(answer, key: key)
-        guard (200..<300).contains(answer.status), let etag = answer.headers["etag"] else { throw .badAnswer("\(answer.status) to a PUT of \"\(key)\"") }
+        guard (200..<300).contains(answer.status), let etag = answer.headers["etag"] else {
+            throw .badAnswer("\(answer.status) to a PUT of \"\(key)\"")
+        }
         return etag
     }
 
     /// Starts a multipart upload; returns its upload ID.
     public func startMultipart(_ key: String, contentType: String) async throws(ObjectStoreError) -> String {
-        let answer = try await send(.post, key: key, query: "uploads=", headers: [("Content-Type", contentType)], body: [], timeout: .seconds(30))
+        let answer = try await send(
+            .post, key: key, query: "uploads=", headers: [("Content-Type", contentType)], body: [], timeout: .seconds(30))
         try check(answer, key: key)
-        guard answer.status == 200, let id = XMLField.first("UploadId", in: answer.body) else { throw .badAnswer("no UploadId for \"\(key)\"") }
+        guard answer.status == 200, let id = XMLField.first("UploadId", in: answer.body) else {
+            throw .badAnswer("no UploadId for \"\(key)\"")
+        }
         return id
     }
 
@@ -190,7 +204,9 @@ public final class S3Client: Sendable {
         let query = "partNumber=\(number)&uploadId=\(SigV4.encode(uploadID, slash: true))"
         let answer = try await send(.put, key: key, query: query, body: body, timeout: nil)
         try check(answer, key: key)
-        guard answer.status == 200, let etag = answer.headers["etag"] else { throw .badAnswer("\(answer.status) for part \(number) of \"\(key)\"") }
+        guard answer.status == 200, let etag = answer.headers["etag"] else {
+            throw .badAnswer("\(answer.status) for part \(number) of \"\(key)\"")
+        }
         return etag
     }
 
@@ -202,11 +218,13 @@ public final class S3Client: Sendable {
         }
         xml += "</CompleteMultipartUpload>"
         let query = "uploadId=\(SigV4.encode(uploadID, slash: true))"
-        let answer = try await send(.post, key: key, query: query, headers: [("Content-Type", "application/xml")], body: Array(xml.utf8), timeout: .seconds(300))
+        let answer = try await send(
+            .post, key: key, query: query, headers: [("Content-Type", "application/xml")], body: Array(xml.utf8), timeout: .seconds(300))
         try check(answer, key: key)
         // S3 may answer 200 with an error in the body when the completion fails late.
         guard answer.status == 200, XMLField.first("Code", in: answer.body) == nil else {
-            throw .badAnswer("the upload of \"\(key)\" did not complete: \(XMLField.first("Code", in: answer.body) ?? "status \(answer.status)")")
+            throw .badAnswer(
+                "the upload of \"\(key)\" did not complete: \(XMLField.first("Code", in: answer.body) ?? "status \(answer.status)")")
         }
         return XMLField.first("ETag", in: answer.body) ?? answer.headers["etag"] ?? ""
     }
@@ -244,7 +262,8 @@ public final class S3Client: Sendable {
     // MARK: The one way out
 
     private func send(
-        _ method: UpstreamRequest.Method, key: String?, query: String = "", headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
+        _ method: UpstreamRequest.Method, key: String?, query: String = "", headers: [(name: String, value: String)] = [],
+        body: [UInt8]? = nil,
         timeout: Duration?, sink: (@Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool)? = nil, stallTimeout: Duration? = nil
     ) async throws(ObjectStoreError) -> UpstreamResponse {
         if let key, !ObjectKey.isValid(key) { throw .badAnswer("the key \"\(key)\" is not one Stockroom uses") }
@@ -313,15 +332,23 @@ enum XMLField {
     static func first(_ tag: String, in body: [UInt8]) -> String? {
         guard !body.isEmpty else { return nil }
         let text = String(decoding: body.prefix(64 * 1024), as: UTF8.self)
-        guard let open = text.range(of: "<\(tag)>"), let close = text.range(of: "</\(tag)>", range: open.upperBound..<text.endIndex) else { return nil }
+        guard let open = text.range(of: "<\(tag)>"), let close = text.range(of: "</\(tag)>", range: open.upperBound..<text.endIndex) else {
+            return nil
+        }
         let value = String(text[open.upperBound..<close.lowerBound])
-        return value.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#34;", with: "\"").replacingOccurrences(of: "&#39;", with: "'")
-            .replacingOccurrences(of: "&apos;", with: "'").replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
-            .replacingOccurrences(of: "&amp;", with: "&")
+        return value.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#34;", with: "\"").replacingOccurrences(
+            of: "&#39;", with: "'"
+        )
+        .replacingOccurrences(of: "&apos;", with: "'").replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(
+            of: "&gt;", with: ">"
+        )
+        .replacingOccurrences(of: "&amp;", with: "&")
     }
 
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
-            .replacingOccurrences(of: "\"", with: "&quot;")
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(
+            of: ">", with: "&gt;"
+        )
+        .replacingOccurrences(of: "\"", with: "&quot;")
     }
 }

@@ -52,7 +52,10 @@ public struct SigV4: Sendable {
         public var headers: [(name: String, value: String)]
         public var payloadHash: String
 
-        public init(method: String, path: String, query: [(name: String, value: String)] = [], headers: [(name: String, value: String)], payloadHash: String) {
+        public init(
+            method: String, path: String, query: [(name: String, value: String)] = [], headers: [(name: String, value: String)],
+            payloadHash: String
+        ) {
             self.method = method
             self.path = path
             self.query = query
@@ -67,24 +70,29 @@ public struct SigV4: Sendable {
         let stamp = Self.stamp(date)
         let (canonical, signedHeaders) = Self.canonicalRequest(request)
         let signature = sign(canonical, stamp: stamp)
-        return "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope(stamp.day)), SignedHeaders=\(signedHeaders), Signature=\(signature)"
+        return
+            "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope(stamp.day)), SignedHeaders=\(signedHeaders), Signature=\(signature)"
     }
 
     /// A URL that lets whoever holds it send `method` to the object at `path` on `base`
     /// (`https://host[:port]`), until `expires` after `date`, with no other credential. It signs the
     /// host alone; the expiry is clamped to 1 s … 7 days.
-    public func presignedURL(method: String, base: URL, path: String, expires: Duration, date: Date, query: [(name: String, value: String)] = []) -> URL? {
+    public func presignedURL(
+        method: String, base: URL, path: String, expires: Duration, date: Date, query: [(name: String, value: String)] = []
+    ) -> URL? {
         guard let host = base.host, let scheme = base.scheme?.lowercased(), scheme == "https" || scheme == "http" else { return nil }
         let stamp = Self.stamp(date)
         let seconds = min(max(expires.components.seconds, 1), Self.longestExpiry.components.seconds)
-        var parameters = query + [
-            ("X-Amz-Algorithm", "AWS4-HMAC-SHA256"), ("X-Amz-Credential", "\(credentials.accessKeyID)/\(scope(stamp.day))"),
-            ("X-Amz-Date", stamp.time), ("X-Amz-Expires", String(seconds)), ("X-Amz-SignedHeaders", "host"),
-        ]
+        var parameters =
+            query + [
+                ("X-Amz-Algorithm", "AWS4-HMAC-SHA256"), ("X-Amz-Credential", "\(credentials.accessKeyID)/\(scope(stamp.day))"),
+                ("X-Amz-Date", stamp.time), ("X-Amz-Expires", String(seconds)), ("X-Amz-SignedHeaders", "host"),
+            ]
         if let token = credentials.sessionToken { parameters.append(("X-Amz-Security-Token", token)) }
         let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host  // an IPv6 address, as a Host header writes it
         let authority = base.port.map { "\(bracketed):\($0)" } ?? bracketed
-        let request = Request(method: method, path: path, query: parameters, headers: [("host", authority)], payloadHash: "UNSIGNED-PAYLOAD")
+        let request = Request(
+            method: method, path: path, query: parameters, headers: [("host", authority)], payloadHash: "UNSIGNED-PAYLOAD")
         let signature = sign(Self.canonicalRequest(request).canonical, stamp: stamp)
         let queryText = Self.canonicalQuery(parameters) + "&X-Amz-Signature=" + signature
         return URL(string: "\(scheme)://\(authority)\(path)?\(queryText)")
@@ -103,7 +111,8 @@ public struct SigV4: Sendable {
         let names = headers.keys.sorted()
         let signed = names.joined(separator: ";")
         let canonical = [
-            request.method, request.path, canonicalQuery(request.query), names.map { "\($0):\(headers[$0]!)\n" }.joined(), signed, request.payloadHash,
+            request.method, request.path, canonicalQuery(request.query), names.map { "\($0):\(headers[$0]!)\n" }.joined(), signed,
+            request.payloadHash,
         ].joined(separator: "\n")
         return (canonical, signed)
     }

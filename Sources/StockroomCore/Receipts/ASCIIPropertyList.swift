@@ -46,7 +46,9 @@ enum ASCIIPropertyList: Sendable, Equatable {
                     while index < bytes.count, bytes[index] != 0x0A { index += 1 }
                 case UInt8(ascii: "/") where index + 1 < bytes.count && bytes[index + 1] == UInt8(ascii: "*"):
                     index += 2
-                    while index + 1 < bytes.count, !(bytes[index] == UInt8(ascii: "*") && bytes[index + 1] == UInt8(ascii: "/")) { index += 1 }
+                    while index + 1 < bytes.count, !(bytes[index] == UInt8(ascii: "*") && bytes[index + 1] == UInt8(ascii: "/")) {
+                        index += 1
+                    }
                     index = index + 1 < bytes.count ? index + 2 : bytes.count  // an unterminated comment ends the input
                 default: return
                 }

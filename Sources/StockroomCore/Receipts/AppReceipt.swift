@@ -19,17 +19,18 @@ public struct AppReceipt: Sendable, Equatable {
 
     /// One in-app purchase (attribute 17's nested set).
     public struct Purchase: Sendable, Equatable {
-        public var quantity: Int64            // 1701
-        public var productID: String          // 1702
-        public var transactionID: String      // 1703
-        public var purchaseDate: Date         // 1704
+        public var quantity: Int64  // 1701
+        public var productID: String  // 1702
+        public var transactionID: String  // 1703
+        public var purchaseDate: Date  // 1704
         public var originalTransactionID: String  // 1705
-        public var cancellationDate: Date?    // 1712
+        public var cancellationDate: Date?  // 1712
         /// A subscription's end (attribute 1708); nil for other products.
-        public var expiresDate: Date?         // 1708
+        public var expiresDate: Date?  // 1708
 
         public init(
-            quantity: Int64, productID: String, transactionID: String, purchaseDate: Date, originalTransactionID: String, cancellationDate: Date?,
+            quantity: Int64, productID: String, transactionID: String, purchaseDate: Date, originalTransactionID: String,
+            cancellationDate: Date?,
             expiresDate: Date? = nil
         ) {
             self.quantity = quantity
@@ -42,7 +43,8 @@ public struct AppReceipt: Sendable, Equatable {
         }
     }
 
-    public init(receiptType: String?, bundleID: String, appVersion: String, opaqueValue: [UInt8], creationDate: Date, purchases: [Purchase]) {
+    public init(receiptType: String?, bundleID: String, appVersion: String, opaqueValue: [UInt8], creationDate: Date, purchases: [Purchase])
+    {
         self.receiptType = receiptType
         self.bundleID = bundleID
         self.appVersion = appVersion
@@ -129,7 +131,8 @@ public struct AppReceipt: Sendable, Equatable {
 
     private static func purchase(_ value: ArraySlice<UInt8>) -> Purchase? {
         guard let fields = attributes(value) else { return nil }
-        var purchase = Purchase(quantity: 1, productID: "", transactionID: "", purchaseDate: .distantPast, originalTransactionID: "", cancellationDate: nil)
+        var purchase = Purchase(
+            quantity: 1, productID: "", transactionID: "", purchaseDate: .distantPast, originalTransactionID: "", cancellationDate: nil)
         var seen = Set<Int64>()
         for (type, value) in fields {
             seen.insert(type)
@@ -201,6 +204,8 @@ public struct ReceiptInspection: Sendable, Equatable {
         guard let bytes = ByteEncoding.decodeBase64(text), !bytes.isEmpty else { return .failure(.notBase64) }
         guard let payload = SignedData.content(of: bytes) else { return .failure(.notSignedData) }
         guard let receipt = AppReceipt.decode(payload: payload) else { return .failure(.malformedPayload) }
-        return .success(ReceiptInspection(receipt: receipt, signatureProblem: SignedData.problem(verifying: bytes, root: root, at: receipt.creationDate)))
+        return .success(
+            ReceiptInspection(
+                receipt: receipt, signatureProblem: SignedData.problem(verifying: bytes, root: root, at: receipt.creationDate)))
     }
 }

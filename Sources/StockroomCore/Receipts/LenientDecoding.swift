@@ -34,7 +34,9 @@ extension KeyedDecodingContainer {
     func decodeMilliseconds(_ key: Key, usually shape: NumberShape = .number) throws -> Int64? {
         guard contains(key), (try? decodeNil(forKey: key)) == false else { return nil }
         if shape == .number, let number = try? decode(Double.self, forKey: key) { return try checkedMilliseconds(number, key) }
-        guard let text = try? decode(String.self, forKey: key) else { return try checkedMilliseconds(decode(Double.self, forKey: key), key) }
+        guard let text = try? decode(String.self, forKey: key) else {
+            return try checkedMilliseconds(decode(Double.self, forKey: key), key)
+        }
         if text.isEmpty { return nil }
         guard let milliseconds = Milliseconds.parse(text) else {
             throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "not milliseconds")

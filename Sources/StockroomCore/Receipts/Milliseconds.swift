@@ -26,7 +26,10 @@ public enum Milliseconds {
         guard !trimmed.isEmpty, trimmed.utf8.count <= 32 else { return nil }
         if let whole = Int64(trimmed) { return checked(whole) }
         // Only plain decimal fractions: "1e30", "nan", "inf" and hex floats are refused.
-        guard trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") }),
+        guard
+            trimmed.utf8.allSatisfy({
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
+            }),
             let value = Double(trimmed)
         else { return nil }
         return checked(value)

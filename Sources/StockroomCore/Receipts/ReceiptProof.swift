@@ -68,7 +68,8 @@ public struct ReceiptProof: Sendable, Equatable {
                 kind: .transactionReceipt, text: canonical, digest: digest,
                 claims: [
                     ClaimedPurchase(
-                        transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID ?? purchase.transactionID,
+                        transactionID: purchase.transactionID,
+                        originalTransactionID: purchase.originalTransactionID ?? purchase.transactionID,
                         productID: purchase.productID ?? "", purchaseDate: purchase.purchaseDate.map(Milliseconds.date))
                 ],
                 claimedBundleID: purchase.bundleID, claimedEnvironment: receipt.claimedEnvironment)

@@ -35,7 +35,9 @@ public struct TransactionReceipt: Sendable, Equatable {
         public var fields: [String: String]
 
         init?(_ list: ASCIIPropertyList) {
-            guard case .dictionary(let entries) = list, let transactionID = list["transaction-id"], Self.isIdentifier(transactionID) else { return nil }
+            guard case .dictionary(let entries) = list, let transactionID = list["transaction-id"], Self.isIdentifier(transactionID) else {
+                return nil
+            }
             self.transactionID = transactionID
             originalTransactionID = list["original-transaction-id"].flatMap { Self.isIdentifier($0) ? $0 : nil }
             productID = list["product-id"]

@@ -29,8 +29,11 @@ public struct XcodeReceiptVerifier: ReceiptVerifier {
         return await verify(proof, productID: request.productID, transactionID: request.transactionID, freshness: freshness)
     }
 
-    public func verify(_ proof: ReceiptProof, productID: String?, transactionID: String?, freshness: VerificationFreshness) async -> ReceiptVerdict {
-        guard proof.kind == .appReceipt, let bytes = ByteEncoding.decodeBase64(proof.text), let payload = SignedData.claimedContent(of: bytes),
+    public func verify(_ proof: ReceiptProof, productID: String?, transactionID: String?, freshness: VerificationFreshness) async
+        -> ReceiptVerdict
+    {
+        guard proof.kind == .appReceipt, let bytes = ByteEncoding.decodeBase64(proof.text),
+            let payload = SignedData.claimedContent(of: bytes),
             let receipt = AppReceipt.decode(payload: payload), receipt.receiptType == Self.receiptType
         else { return await upstream.verify(proof, productID: productID, transactionID: transactionID, freshness: freshness) }
         guard let signer = pinned ?? Self.selfSignedCertificate(in: bytes, at: receipt.creationDate),
@@ -40,8 +43,10 @@ public struct XcodeReceiptVerifier: ReceiptVerifier {
     }
 
     /// An Xcode receipt is checked locally for each transaction; any other goes upstream once.
-    public func verify(_ proof: ReceiptProof, transactionIDs: [String], freshness: VerificationFreshness) async -> [String: ReceiptVerdict] {
-        guard proof.kind == .appReceipt, let bytes = ByteEncoding.decodeBase64(proof.text), let payload = SignedData.claimedContent(of: bytes),
+    public func verify(_ proof: ReceiptProof, transactionIDs: [String], freshness: VerificationFreshness) async -> [String: ReceiptVerdict]
+    {
+        guard proof.kind == .appReceipt, let bytes = ByteEncoding.decodeBase64(proof.text),
+            let payload = SignedData.claimedContent(of: bytes),
             let receipt = AppReceipt.decode(payload: payload), receipt.receiptType == Self.receiptType
         else { return await upstream.verify(proof, transactionIDs: transactionIDs, freshness: freshness) }
         var verdicts: [String: ReceiptVerdict] = [:]
@@ -59,7 +64,9 @@ public struct XcodeReceiptVerifier: ReceiptVerifier {
             guard let named = transactions.first(where: { $0.transactionID == transactionID }) else {
                 return .invalid(.transactionNotInReceipt(transactionID))
             }
-            if let productID, named.productID != productID { return .invalid(.productMismatch(transactionID: transactionID, productID: productID)) }
+            if let productID, named.productID != productID {
+                return .invalid(.productMismatch(transactionID: transactionID, productID: productID))
+            }
             chosen = named
         } else if let productID {
             guard let latest = receipt.latestPurchase(of: productID) else { return .invalid(.productNotInReceipt(productID)) }
@@ -104,7 +111,9 @@ public struct XcodeReceiptVerifier: ReceiptVerifier {
             let count = i2d_X509(stockroom_sk_X509_value(stack, index), &der)
             guard count > 0, let der else { continue }
             defer { stockroom_OPENSSL_free(der) }
-            if let certificate = try? Certificate(der: Array(UnsafeBufferPointer(start: der, count: Int(count)))) { certificates.append(certificate) }
+            if let certificate = try? Certificate(der: Array(UnsafeBufferPointer(start: der, count: Int(count)))) {
+                certificates.append(certificate)
+            }
         }
         return certificates
     }

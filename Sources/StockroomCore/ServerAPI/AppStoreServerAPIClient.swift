@@ -98,7 +98,8 @@ public final class AppStoreServerAPIClient: Sendable {
         var environment = StoreEnvironment.production
         return await policy.run { timeout in
             switch await exchange(
-                .get, path: "/inApps/v1/transactions/\(transactionID)", environment: environment, timeout: timeout, endpoint: "transactions")
+                .get, path: "/inApps/v1/transactions/\(transactionID)", environment: environment, timeout: timeout, endpoint: "transactions"
+            )
             {
             case .answered(_, let body):
                 guard let info = UpstreamJSON.decode(TransactionInfoResponse.self, from: body)?.signedTransactionInfo else {
@@ -114,7 +115,8 @@ public final class AppStoreServerAPIClient: Sendable {
             case .credentialsRefused(let reason):
                 return .answered(.unavailable(reason: reason, retryAfter: policy.retryAfter))
             case .refused(let status, _, let reason):
-                return .answered(.unavailable(reason: "HTTP \(status) from the App Store Server API: \(reason)", retryAfter: policy.retryAfter))
+                return .answered(
+                    .unavailable(reason: "HTTP \(status) from the App Store Server API: \(reason)", retryAfter: policy.retryAfter))
             }
         } givingUp: { attempts, lastFailure in
             .unavailable(

@@ -16,7 +16,8 @@ struct AppleErrorBody: Decodable {
     /// (it is a stranger's text; it says why a token was refused).
     static func printable(_ message: String?) -> String {
         guard let message else { return "none given" }
-        return String(String.UnicodeScalarView(message.unicodeScalars.filter { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F }.prefix(200)))
+        return String(
+            String.UnicodeScalarView(message.unicodeScalars.filter { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F }.prefix(200)))
     }
 
     init(from decoder: any Decoder) throws {

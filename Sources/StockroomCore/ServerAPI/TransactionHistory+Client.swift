@@ -44,7 +44,8 @@ extension AppStoreServerAPIClient {
                 return .answered(.failure(.unavailable(reason: reason, retryAfter: policy.retryAfter)))
             case .refused(let status, _, let reason):
                 return .answered(
-                    .failure(.unavailable(reason: "HTTP \(status) from the App Store Server API: \(reason)", retryAfter: policy.retryAfter)))
+                    .failure(.unavailable(reason: "HTTP \(status) from the App Store Server API: \(reason)", retryAfter: policy.retryAfter))
+                )
             }
         } givingUp: { attempts, lastFailure in
             .failure(

@@ -15,7 +15,9 @@ public enum AtomicFile {
             try handle.synchronize()
             try handle.close()
             if rename(temporary.path, url.path) != 0 {
-                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path, NSUnderlyingErrorKey: POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)])
+                throw CocoaError(
+                    .fileWriteUnknown,
+                    userInfo: [NSFilePathErrorKey: path, NSUnderlyingErrorKey: POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)])
             }
         } catch {
             try? FileManager.default.removeItem(at: temporary)

@@ -16,10 +16,12 @@ package enum HTTPDate {
         let ascii = String(decoding: bytes, as: UTF8.self)
         let parts = ascii.split(separator: " ", omittingEmptySubsequences: false)
         guard parts.count == 6, parts[0].count == 4, parts[0].hasSuffix(","), days.contains(String(parts[0].dropLast())), parts[5] == "GMT",
-            let day = number(parts[1], digits: 2), let month = months.firstIndex(of: String(parts[2])), let year = number(parts[3], digits: 4)
+            let day = number(parts[1], digits: 2), let month = months.firstIndex(of: String(parts[2])),
+            let year = number(parts[3], digits: 4)
         else { return nil }
         let clock = parts[4].split(separator: ":", omittingEmptySubsequences: false)
-        guard clock.count == 3, let hour = number(clock[0], digits: 2), let minute = number(clock[1], digits: 2), let second = number(clock[2], digits: 2),
+        guard clock.count == 3, let hour = number(clock[0], digits: 2), let minute = number(clock[1], digits: 2),
+            let second = number(clock[2], digits: 2),
             (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
         let seconds = daysFromCivil(year: year, month: month + 1, day: day) * 86_400 + Int64(hour * 3600 + minute * 60 + second)

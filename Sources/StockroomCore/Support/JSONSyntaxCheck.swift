@@ -73,7 +73,9 @@ public struct JSONSyntaxError: Error, Equatable, CustomStringConvertible {
             if current == UInt8(ascii: "}") { index += 1; return }
             while true {
                 skipWhitespace()
-                guard current == UInt8(ascii: "\"") else { throw error(current == nil ? "unexpected end of file in an object" : "expected a quoted key") }
+                guard current == UInt8(ascii: "\"") else {
+                    throw error(current == nil ? "unexpected end of file in an object" : "expected a quoted key")
+                }
                 try string()
                 skipWhitespace()
                 try expect(UInt8(ascii: ":"), "\":\" after the key")

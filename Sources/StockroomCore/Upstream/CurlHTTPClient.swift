@@ -56,7 +56,9 @@ public final class CurlHTTPClient: UpstreamTransport {
         let started = ContinuousClock.now
         // A stall-watched transfer has no total time (a slow reader may take hours); the other
         // ways a transfer ends stay (connect timeout, stall, the caller's stop).
-        let total = request.stallTimeout != nil ? Duration.seconds(7 * 24 * 3600) : min(configuration.totalTimeout, request.timeout ?? configuration.totalTimeout)
+        let total =
+            request.stallTimeout != nil
+            ? Duration.seconds(7 * 24 * 3600) : min(configuration.totalTimeout, request.timeout ?? configuration.totalTimeout)
         let deadline = started + total
         // The timeout holds from here, not from when a pool thread comes free: with every thread
         // busy (a slow upstream, a flood) a queued call ends at its deadline, and a transfer
@@ -92,7 +94,8 @@ public final class CurlHTTPClient: UpstreamTransport {
 
     /// The call's timeout passed before its transfer began (every pool thread busy), or before
     /// libcurl reported its own timeout.
-    static let queuedPastDeadline = UpstreamError.timedOut("no answer within the call's timeout (every upstream transfer thread busy, or the transfer stalled)")
+    static let queuedPastDeadline = UpstreamError.timedOut(
+        "no answer within the call's timeout (every upstream transfer thread busy, or the transfer stalled)")
 
     /// One call's answer, given once: by its transfer or by its deadline's timer, whichever
     /// comes first; the timer is cancelled then.
@@ -135,7 +138,8 @@ public final class CurlHTTPClient: UpstreamTransport {
             handle.reset()
             idleHandles.withLock { if $0.count < 32 { $0.append(handle) } }
         }
-        let sink = ResponseSink(limit: configuration.maximumResponseBytes, forward: request.bodySink, handle: handle.raw, stallTimeout: request.stallTimeout)
+        let sink = ResponseSink(
+            limit: configuration.maximumResponseBytes, forward: request.bodySink, handle: handle.raw, stallTimeout: request.stallTimeout)
         var headerList: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headerList) }
         for (name, value) in request.headers {
@@ -224,7 +228,8 @@ public final class CurlHTTPClient: UpstreamTransport {
         switch code {
         case CURLE_WRITE_ERROR where sink.exceeded: .responseTooLarge(limit: sink.limit)
         case CURLE_OPERATION_TIMEDOUT: .timedOut(detail)
-        case CURLE_ABORTED_BY_CALLBACK where sink.stalled: .timedOut("no byte arrived for \(sink.stallTimeout.map { "\($0)" } ?? "a while")")
+        case CURLE_ABORTED_BY_CALLBACK where sink.stalled:
+            .timedOut("no byte arrived for \(sink.stallTimeout.map { "\($0)" } ?? "a while")")
         case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: .connectionFailed(detail)
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM:
             .tls(detail)
@@ -250,7 +255,10 @@ private final class ResponseSink {
     var lastProgress = ContinuousClock.now
     var stalled = false
 
-    init(limit: Int, forward: (@Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool)? = nil, handle: UnsafeMutableRawPointer, stallTimeout: Duration?) {
+    init(
+        limit: Int, forward: (@Sendable (ResponseStart, UnsafeRawBufferPointer) -> Bool)? = nil, handle: UnsafeMutableRawPointer,
+        stallTimeout: Duration?
+    ) {
         self.limit = limit
         self.forward = forward
         self.handle = handle
@@ -324,4 +332,3 @@ extension Duration {
         return overflow || overflow2 ? (components.seconds < 0 ? 1 : Int64.max) : max(1, sum)
     }
 }
-

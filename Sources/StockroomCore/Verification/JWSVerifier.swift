@@ -80,7 +80,9 @@ public struct JWSVerifier: Sendable {
     private func verified<Payload: Decodable>(_ jws: UnsafeRawBufferPointer, as type: Payload.Type) -> Result<Signed<Payload>, JWSFailure> {
         // memchr: 5 KB scanned a byte at a time was 3% of a warm verification.
         func dot(from start: Int) -> Int? {
-            guard start < jws.count, let found = memchr(jws.baseAddress! + start, Int32(UInt8(ascii: ".")), jws.count - start) else { return nil }
+            guard start < jws.count, let found = memchr(jws.baseAddress! + start, Int32(UInt8(ascii: ".")), jws.count - start) else {
+                return nil
+            }
             return UnsafeRawPointer(found) - jws.baseAddress!
         }
         guard let first = dot(from: 0), let second = dot(from: first + 1), dot(from: second + 1) == nil
@@ -140,7 +142,8 @@ public struct JWSVerifier: Sendable {
 
     /// The chain `certificates` (the header's, without the root) make under `policy` at `time`,
     /// leaf first and ending at the certificate trusted, or why there is none.
-    private static func check(_ certificates: [Certificate], under policy: ChainPolicy, at time: Date) -> Result<[Certificate], JWSFailure> {
+    private static func check(_ certificates: [Certificate], under policy: ChainPolicy, at time: Date) -> Result<[Certificate], JWSFailure>
+    {
         switch policy {
         case .appStore(let roots):
             let (leaf, intermediate) = (certificates[0], certificates[1])

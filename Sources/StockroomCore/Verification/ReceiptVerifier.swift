@@ -15,7 +15,8 @@ public protocol ReceiptVerifier: Sendable {
 
 extension ReceiptVerifier {
     /// Verifiers with no shared answer to reuse ask once per transaction.
-    public func verify(_ proof: ReceiptProof, transactionIDs: [String], freshness: VerificationFreshness) async -> [String: ReceiptVerdict] {
+    public func verify(_ proof: ReceiptProof, transactionIDs: [String], freshness: VerificationFreshness) async -> [String: ReceiptVerdict]
+    {
         var verdicts: [String: ReceiptVerdict] = [:]
         for id in transactionIDs where verdicts[id] == nil {
             verdicts[id] = await verify(proof, productID: nil, transactionID: id, freshness: freshness)
@@ -24,7 +25,9 @@ extension ReceiptVerifier {
     }
 
     /// Verifiers that only know raw requests get the proof's canonical text.
-    public func verify(_ proof: ReceiptProof, productID: String?, transactionID: String?, freshness: VerificationFreshness) async -> ReceiptVerdict {
+    public func verify(_ proof: ReceiptProof, productID: String?, transactionID: String?, freshness: VerificationFreshness) async
+        -> ReceiptVerdict
+    {
         await verify(VerificationRequest(receiptData: proof.text, productID: productID, transactionID: transactionID), freshness: freshness)
     }
 }
@@ -53,7 +56,6 @@ public enum VerificationFreshness: Sendable {
     case upstreamOnly
 }
 
-
 /// The production `ReceiptVerifier`: local refusal of what is no receipt, then verifyReceipt
 /// with single flight and a short cache keyed by the normalised receipt's digest, then
 /// Stockroom's checks (bundle, product, transaction, cancellation, expiry).
@@ -67,7 +69,10 @@ public final class AppStoreReceiptVerifier: ReceiptVerifier {
     private let flights = SingleFlight<VerifyReceiptClient.Outcome>()
     private let cache: VerdictCache<VerifyReceiptAnswer>
 
-    public init(client: VerifyReceiptClient, bundleID: String, cacheInterval: Duration = .seconds(300), now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        client: VerifyReceiptClient, bundleID: String, cacheInterval: Duration = .seconds(300),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.client = client
         self.bundleID = bundleID
         self.cacheInterval = cacheInterval
@@ -94,12 +99,14 @@ public final class AppStoreReceiptVerifier: ReceiptVerifier {
     }
 
     /// One answer of the App Store (or of the cache), checked for each transaction.
-    public func verify(_ proof: ReceiptProof, transactionIDs: [String], freshness: VerificationFreshness) async -> [String: ReceiptVerdict] {
+    public func verify(_ proof: ReceiptProof, transactionIDs: [String], freshness: VerificationFreshness) async -> [String: ReceiptVerdict]
+    {
         let outcome = await answer(proof, freshness: freshness)
         var verdicts: [String: ReceiptVerdict] = [:]
         for id in transactionIDs {
             switch outcome {
-            case .receipt(let receipt): verdicts[id] = Self.check(receipt, RequestedPurchase(productID: nil, transactionID: id), bundleID: bundleID, now: now())
+            case .receipt(let receipt):
+                verdicts[id] = Self.check(receipt, RequestedPurchase(productID: nil, transactionID: id), bundleID: bundleID, now: now())
             case .rejected(let reason): verdicts[id] = .invalid(reason)
             case .unavailable(let reason, let retryAfter): verdicts[id] = .unavailable(reason: reason, retryAfter: retryAfter)
             }
@@ -124,7 +131,9 @@ public final class AppStoreReceiptVerifier: ReceiptVerifier {
     }
 
     /// Stockroom's checks on a receipt Apple accepted.
-    static func check(_ receipt: VerifyReceiptAnswer, _ request: VerificationRequest, bundleID: String, now: Date = Date()) -> ReceiptVerdict {
+    static func check(_ receipt: VerifyReceiptAnswer, _ request: VerificationRequest, bundleID: String, now: Date = Date())
+        -> ReceiptVerdict
+    {
         check(receipt, RequestedPurchase(productID: request.productID, transactionID: request.transactionID), bundleID: bundleID, now: now)
     }
 
@@ -157,6 +166,7 @@ public final class AppStoreReceiptVerifier: ReceiptVerifier {
             let expired = chosen ?? transactions.max { ($0.expiresDate ?? 0) < ($1.expiresDate ?? 0) } ?? transactions[0]
             return .invalid(.expired(expired))
         }
-        return .valid(VerifiedReceipt(environment: receipt.environment, bundleID: bundleID, transaction: chosen, transactions: transactions))
+        return .valid(
+            VerifiedReceipt(environment: receipt.environment, bundleID: bundleID, transaction: chosen, transactions: transactions))
     }
 }

@@ -68,7 +68,8 @@ public final class VerifiedChainCache: Sendable {
     private let now: @Sendable () -> Date
     private let state = Mutex(State())
 
-    public init(capacity: Int = defaultCapacity, lifetime: TimeInterval = defaultLifetime, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(capacity: Int = defaultCapacity, lifetime: TimeInterval = defaultLifetime, now: @escaping @Sendable () -> Date = { Date() })
+    {
         self.capacity = max(1, capacity)
         self.lifetime = lifetime
         self.now = now
@@ -118,7 +119,9 @@ public final class VerifiedChainCache: Sendable {
                 state.entries[index] = entry
                 return
             }
-            if state.entries.count >= capacity, let oldest = state.entries.indices.min(by: { state.entries[$0].lastUsed < state.entries[$1].lastUsed }) {
+            if state.entries.count >= capacity,
+                let oldest = state.entries.indices.min(by: { state.entries[$0].lastUsed < state.entries[$1].lastUsed })
+            {
                 state.entries.remove(at: oldest)
             }
             state.entries.append(entry)

@@ -87,7 +87,8 @@ public struct ReceiptTransaction: Sendable, Equatable, Decodable {
             // Milliseconds in a transaction receipt's answer, a date string in an app receipt's.
             if let text = try? container.decode(String.self, forKey: .expiresDateText) {
                 guard let milliseconds = Milliseconds.parse(text) ?? AppleDateText.milliseconds(text) else {
-                    throw DecodingError.dataCorruptedError(forKey: .expiresDateText, in: container, debugDescription: "expires_date is not a date")
+                    throw DecodingError.dataCorruptedError(
+                        forKey: .expiresDateText, in: container, debugDescription: "expires_date is not a date")
                 }
                 expiresDate = milliseconds
             } else {

@@ -16,7 +16,8 @@ public struct Catalog: Sendable, Equatable, Codable {
 
         /// A product as the app knows it, for a catalogue it holds itself (bundled, say).
         public init(
-            productID: String, title: String? = nil, type: String? = nil, contentVersion: String? = nil, size: Int64? = nil, sha256: String? = nil,
+            productID: String, title: String? = nil, type: String? = nil, contentVersion: String? = nil, size: Int64? = nil,
+            sha256: String? = nil,
             contentType: String? = nil
         ) {
             self.productID = productID

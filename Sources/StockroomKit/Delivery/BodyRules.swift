@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Why the client refused to act on an answer: the server broke a rule it is held to.
@@ -98,7 +98,8 @@ struct BodyRules: Sendable {
         guard let digest = ResponseHeaders.sha256(response), Data(base64Encoded: digest)?.count == 32 else { throw .noDigest }
         let etag = response.value(forHTTPHeaderField: "ETag")
         if let etag, !Self.isPlainText(etag, allowingSpaces: true) { throw .malformedHeader("ETag") }
-        return ContentRedirect(url: url, grant: try grant(response, resumableAt: "Content-Location"), etag: etag, digest: digest, size: size)
+        return ContentRedirect(
+            url: url, grant: try grant(response, resumableAt: "Content-Location"), etag: etag, digest: digest, size: size)
     }
 
     /// Opens the partial file for a body from Stockroom, after writing to the journal what the
@@ -113,7 +114,9 @@ struct BodyRules: Sendable {
                 return try open(box, entry: entry, keeping: keeping, total: expected)
             }
             if let size = catalogueSize, length > size { throw AnswerRefusal.longerThanCatalogue(length: length, size: size) }
-            guard let digest = ResponseHeaders.sha256(response), Data(base64Encoded: digest)?.count == 32 else { throw AnswerRefusal.noDigest }
+            guard let digest = ResponseHeaders.sha256(response), Data(base64Encoded: digest)?.count == 32 else {
+                throw AnswerRefusal.noDigest
+            }
             let etag = response.value(forHTTPHeaderField: "ETag")
             if let etag, !Self.isPlainText(etag, allowingSpaces: true) { throw AnswerRefusal.malformedHeader("ETag") }
             try grant(response).adopt(into: &entry)
@@ -144,7 +147,9 @@ struct BodyRules: Sendable {
         }
     }
 
-    private func open(_ box: EntryBox, entry: JournalEntry, keeping: Int64, total: Int64, writingJournal: Bool = false) throws -> BodyDisposition {
+    private func open(_ box: EntryBox, entry: JournalEntry, keeping: Int64, total: Int64, writingJournal: Bool = false) throws
+        -> BodyDisposition
+    {
         let transactionID = entry.transactionID
         // Cut the file first: a relaunch between the two writes then finds less, never a mix.
         let file = try BodyFile(path: entry.partialPath, keeping: keeping, limit: total) { bytes in

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 extension Delivery {
@@ -16,7 +16,11 @@ extension Delivery {
             if Task.isCancelled { return settle(&entry, Self.cancelled) }
             guard let token = entry.token else {
                 regrants += 1
-                if regrants > 2 { return settle(&entry, .retryLater(after: .seconds(30), OutcomeReason(code: "token", message: "No download token to acknowledge with."))) }
+                if regrants > 2 {
+                    return settle(
+                        &entry,
+                        .retryLater(after: .seconds(30), OutcomeReason(code: "token", message: "No download token to acknowledge with.")))
+                }
                 switch await grantTokenOnly(&entry) {
                 case .again: continue
                 case .settled(let outcome): return settle(&entry, outcome)
@@ -32,7 +36,11 @@ extension Delivery {
             guard let status = result.response?.statusCode else {
                 transportFailures += 1
                 if transportFailures > configuration.maximumInterruptions {
-                    return settle(&entry, .retryLater(after: Backoff.delay(afterFailures: entry.failures + 1), OutcomeReason(code: "network", message: "The acknowledgement could not be sent.")))
+                    return settle(
+                        &entry,
+                        .retryLater(
+                            after: Backoff.delay(afterFailures: entry.failures + 1),
+                            OutcomeReason(code: "network", message: "The acknowledgement could not be sent.")))
                 }
                 try? await Task.sleep(for: .milliseconds(100 << transportFailures))
                 continue
@@ -51,7 +59,11 @@ extension Delivery {
                 notDelivered += 1
                 if notDelivered == 10 { await fetchLastByte(entry) }
                 if notDelivered > 20 {
-                    return settle(&entry, .retryLater(after: Backoff.delay(afterFailures: entry.failures + 1), OutcomeReason(code: "not_delivered", message: "The server has not recorded the delivery yet.", status: 409)))
+                    return settle(
+                        &entry,
+                        .retryLater(
+                            after: Backoff.delay(afterFailures: entry.failures + 1),
+                            OutcomeReason(code: "not_delivered", message: "The server has not recorded the delivery yet.", status: 409)))
                 }
                 try? await Task.sleep(for: .milliseconds(50 * notDelivered))
                 continue
@@ -96,7 +108,9 @@ extension Delivery {
 
     /// Fetches the file's last byte again, so the server sees a transfer that reached the end.
     private func fetchLastByte(_ entry: JournalEntry) async {
-        guard let token = entry.token, let location = entry.location, let target = origin.url(location), let size = entry.expectedSize, size > 0 else {
+        guard let token = entry.token, let location = entry.location, let target = origin.url(location), let size = entry.expectedSize,
+            size > 0
+        else {
             return
         }
         var request = URLRequest(url: target)

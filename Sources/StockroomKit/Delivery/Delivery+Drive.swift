@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 extension Delivery {
@@ -33,7 +33,9 @@ extension Delivery {
         if let notBefore = entry.notBefore, notBefore > configuration.now() {
             // Clamped whatever the journal holds: no date traps, and none is years away.
             let wait = Wait.until(notBefore, now: configuration.now())
-            return .retryLater(after: wait, OutcomeReason(code: entry.lastReasonCode ?? "retry_later", message: entry.lastReasonMessage ?? "Waiting to retry."))
+            return .retryLater(
+                after: wait,
+                OutcomeReason(code: entry.lastReasonCode ?? "retry_later", message: entry.lastReasonMessage ?? "Waiting to retry."))
         }
         var interruptions = 0
         var steps = 0
@@ -41,14 +43,24 @@ extension Delivery {
         while entry.stage == .downloading {
             steps += 1
             if Task.isCancelled { return settle(&entry, Self.cancelled) }
-            if steps > 40 { return settle(&entry, .retryLater(after: Backoff.delay(afterFailures: entry.failures + 1), OutcomeReason(code: "no_progress", message: "The download made no progress."))) }
+            if steps > 40 {
+                return settle(
+                    &entry,
+                    .retryLater(
+                        after: Backoff.delay(afterFailures: entry.failures + 1),
+                        OutcomeReason(code: "no_progress", message: "The download made no progress.")))
+            }
             switch await fetch(&entry) {
             case .again:
                 continue
             case .interrupted(let progressed):
                 interruptions = progressed ? 0 : interruptions + 1
                 if interruptions > configuration.maximumInterruptions {
-                    return settle(&entry, .retryLater(after: Backoff.delay(afterFailures: entry.failures + 1), OutcomeReason(code: "network", message: "The server could not be reached, or the connection kept dropping.")))
+                    return settle(
+                        &entry,
+                        .retryLater(
+                            after: Backoff.delay(afterFailures: entry.failures + 1),
+                            OutcomeReason(code: "network", message: "The server could not be reached, or the connection kept dropping.")))
                 }
                 if !progressed { try? await Task.sleep(for: .milliseconds(100 << interruptions)) }
             case .settled(let outcome):
@@ -56,7 +68,8 @@ extension Delivery {
             case .storeRefused:
                 freshURLs += 1
                 if freshURLs > Self.maximumFreshURLs {
-                    let reason = OutcomeReason(code: "store_refused", message: "The object store refused \(freshURLs) presigned URLs in this attempt.")
+                    let reason = OutcomeReason(
+                        code: "store_refused", message: "The object store refused \(freshURLs) presigned URLs in this attempt.")
                     return settle(&entry, .retryLater(after: Backoff.delay(afterFailures: entry.failures + 1), reason))
                 }
             case .complete(let digest, let length):
@@ -66,7 +79,8 @@ extension Delivery {
         return await acknowledge(&entry)
     }
 
-    static let cancelled = DeliveryOutcome.retryLater(after: .seconds(1), OutcomeReason(code: "cancelled", message: "The delivery was cancelled; it resumes next time."))
+    static let cancelled = DeliveryOutcome.retryLater(
+        after: .seconds(1), OutcomeReason(code: "cancelled", message: "The delivery was cancelled; it resumes next time."))
 
     /// Checks the whole file against the digest and size on record; moves it into place when it
     /// matches, deletes it when not. Nil to carry on.
@@ -83,7 +97,9 @@ extension Delivery {
                 entry.digestFailures = 0
                 return .retryLater(
                     after: Backoff.delay(afterFailures: entry.failures + 1),
-                    OutcomeReason(code: "digest_mismatch", message: "The file arrived damaged \(configuration.maximumDigestFailures) times in a row."))
+                    OutcomeReason(
+                        code: "digest_mismatch", message: "The file arrived damaged \(configuration.maximumDigestFailures) times in a row.")
+                )
             }
             return nil
         }

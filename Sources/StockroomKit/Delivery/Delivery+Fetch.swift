@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 extension Delivery {
@@ -32,7 +32,9 @@ extension Delivery {
         let body = bodyRules(entry.productID)
         let result = await transport.send(request) { response in
             switch response.statusCode {
-            case 206 where resumeFrom > 0 && ResponseHeaders.contentRange(response).map({ $0.start == resumeFrom && $0.total == box.entry.expectedSize }) == true:
+            case 206
+            where resumeFrom > 0
+                && ResponseHeaders.contentRange(response).map({ $0.start == resumeFrom && $0.total == box.entry.expectedSize }) == true:
                 return body.file(box, keeping: resumeFrom, adopt: response)
             case 200:
                 // The whole representation: a first download, or If-Range found a new ETag.
@@ -88,7 +90,8 @@ extension Delivery {
             let result = await transport.send(request) { response in
                 guard response.statusCode == 200 else { return .memory(limit: 64 << 10) }
                 let old = box.entry
-                let sameRepresentation = have > 0 && old.etag != nil && old.etag == response.value(forHTTPHeaderField: "ETag")
+                let sameRepresentation =
+                    have > 0 && old.etag != nil && old.etag == response.value(forHTTPHeaderField: "ETag")
                     && old.digest != nil && old.digest == ResponseHeaders.sha256(response)
                 if sameRepresentation {
                     do {
@@ -139,7 +142,8 @@ extension Delivery {
     func refused(_ refusal: AnswerRefusal, _ entry: JournalEntry) -> DeliveryOutcome {
         emit(.answerRefused(transactionID: entry.transactionID, reason: refusal.description))
         return .retryLater(
-            after: Backoff.delay(afterFailures: entry.failures + 1), OutcomeReason(code: "bad_answer", message: "The server's answer was refused: \(refusal)."))
+            after: Backoff.delay(afterFailures: entry.failures + 1),
+            OutcomeReason(code: "bad_answer", message: "The server's answer was refused: \(refusal)."))
     }
 
     func save(_ entry: JournalEntry, then step: Step) -> Step {
@@ -199,7 +203,9 @@ struct DownloadBody: Encodable {
     init(entry: JournalEntry, proof: Proof) {
         productId = entry.productID
         transactionId = entry.transactionID
-        originalTransactionId = entry.originalTransactionID.flatMap { NetworkName.isTransactionID($0) && $0 != entry.transactionID ? $0 : nil }
+        originalTransactionId = entry.originalTransactionID.flatMap {
+            NetworkName.isTransactionID($0) && $0 != entry.transactionID ? $0 : nil
+        }
         receiptData = proof.requestFields["receiptData"]
         signedTransaction = proof.requestFields["signedTransaction"]
         appAccountToken = entry.appAccountToken?.uuidString.lowercased()
@@ -229,7 +235,9 @@ enum ResponseHeaders {
         let parts = field.dropFirst(6).split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return nil }
         let range = parts[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard range.count == 2, let start = number(range[0]), let end = number(range[1]), let total = number(parts[1]), start <= end, end < total else {
+        guard range.count == 2, let start = number(range[0]), let end = number(range[1]), let total = number(parts[1]), start <= end,
+            end < total
+        else {
             return nil
         }
         return (start, end, total)
@@ -243,7 +251,8 @@ enum ResponseHeaders {
     /// Plain digits that fit an `Int64`, spaces around them aside.
     static func number(_ text: some StringProtocol) -> Int64? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 19, trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 19, trimmed.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+        else { return nil }
         return Int64(trimmed)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// One purchase of a restore, and how its delivery went.
@@ -22,10 +22,13 @@ extension Delivery {
             for purchase in purchases {
                 group.addTask {
                     if let refusal = await self.refusal(productID: purchase.productID, transactionID: purchase.transactionID) {
-                        return RestoredPurchase(productID: purchase.productID, transactionID: purchase.transactionID, outcome: refusal, downloaded: false)
+                        return RestoredPurchase(
+                            productID: purchase.productID, transactionID: purchase.transactionID, outcome: refusal, downloaded: false)
                     }
                     let attempt = await self.delivering(purchase.transactionID) { delivery in await delivery.start(purchase) }
-                    return RestoredPurchase(productID: purchase.productID, transactionID: purchase.transactionID, outcome: attempt.outcome, downloaded: attempt.downloaded)
+                    return RestoredPurchase(
+                        productID: purchase.productID, transactionID: purchase.transactionID, outcome: attempt.outcome,
+                        downloaded: attempt.downloaded)
                 }
             }
             var all: [RestoredPurchase] = []
@@ -50,24 +53,27 @@ extension Delivery {
         }
         var catalog = configuration.catalog
         if catalog == nil { catalog = await serverCatalogue() }
-        return .success(await withTaskGroup(of: RestoredPurchase.self) { group in
-            for product in Self.onePerProduct(restored) {
-                let listed = catalog?.products.first { $0.productID == product.productId }
-                if catalog != nil, listed == nil {
-                    group.addTask {
-                        RestoredPurchase(
-                            productID: product.productId, transactionID: product.transactionId,
-                            outcome: .refused(OutcomeReason(code: "not_in_catalogue", message: "The restore lists a product that is not in the catalogue.")),
-                            downloaded: false)
+        return .success(
+            await withTaskGroup(of: RestoredPurchase.self) { group in
+                for product in Self.onePerProduct(restored) {
+                    let listed = catalog?.products.first { $0.productID == product.productId }
+                    if catalog != nil, listed == nil {
+                        group.addTask {
+                            RestoredPurchase(
+                                productID: product.productId, transactionID: product.transactionId,
+                                outcome: .refused(
+                                    OutcomeReason(
+                                        code: "not_in_catalogue", message: "The restore lists a product that is not in the catalogue.")),
+                                downloaded: false)
+                        }
+                        continue
                     }
-                    continue
+                    group.addTask { await self.restoreOne(product, signedTransaction: signedTransaction, sha256: listed?.sha256) }
                 }
-                group.addTask { await self.restoreOne(product, signedTransaction: signedTransaction, sha256: listed?.sha256) }
-            }
-            var all: [RestoredPurchase] = []
-            for await purchase in group { all.append(purchase) }
-            return all.sorted { $0.productID < $1.productID }
-        })
+                var all: [RestoredPurchase] = []
+                for await purchase in group { all.append(purchase) }
+                return all.sorted { $0.productID < $1.productID }
+            })
     }
 
     /// The most products one restore acts on without the app's catalogue to bound them.
@@ -80,7 +86,9 @@ extension Delivery {
         var products = products
         var seenProducts = Set<String>()
         var seenTransactions = Set<String>()
-        products.removeAll { product in !seenProducts.insert(product.productId).inserted || !seenTransactions.insert(product.transactionId).inserted }
+        products.removeAll { product in
+            !seenProducts.insert(product.productId).inserted || !seenTransactions.insert(product.transactionId).inserted
+        }
         return Array(products.prefix(maximumRestoredProducts))
     }
 
@@ -88,19 +96,24 @@ extension Delivery {
         func restored(_ outcome: DeliveryOutcome, downloaded: Bool) -> RestoredPurchase {
             RestoredPurchase(productID: product.productId, transactionID: product.transactionId, outcome: outcome, downloaded: downloaded)
         }
-        if let refusal = refusal(productID: product.productId, transactionID: product.transactionId) { return restored(refusal, downloaded: false) }
+        if let refusal = refusal(productID: product.productId, transactionID: product.transactionId) {
+            return restored(refusal, downloaded: false)
+        }
         guard BodyRules.isPlainText(product.token, allowingSpaces: false), origin.url(product.location) != nil else {
             let refusal = AnswerRefusal.foreignLocation
             emit(.answerRefused(transactionID: product.transactionId, reason: refusal.description))
-            return restored(.refused(OutcomeReason(code: "bad_answer", message: "The restore's answer was refused: \(refusal).")), downloaded: false)
+            return restored(
+                .refused(OutcomeReason(code: "bad_answer", message: "The restore's answer was refused: \(refusal).")), downloaded: false)
         }
         let attempt = await delivering(product.transactionId) { delivery in
             var entry: JournalEntry
             do {
-                entry = try delivery.recorded(product.transactionId, of: product.productId) ?? JournalEntry(
-                    transactionID: product.transactionId, originalTransactionID: nil, productID: product.productId,
-                    renewal: .restore(signedTransaction: signedTransaction), appAccountToken: nil, consent: nil,
-                    destination: delivery.destination(product.productId, product.transactionId))
+                entry =
+                    try delivery.recorded(product.transactionId, of: product.productId)
+                    ?? JournalEntry(
+                        transactionID: product.transactionId, originalTransactionID: nil, productID: product.productId,
+                        renewal: .restore(signedTransaction: signedTransaction), appAccountToken: nil, consent: nil,
+                        destination: delivery.destination(product.productId, product.transactionId))
             } catch {
                 return Attempt(outcome: delivery.storageFailure(error), downloaded: false)
             }
@@ -136,7 +149,9 @@ extension Delivery {
         case .failure(.refused(let outcome)):
             return .settled(outcome)
         case .success(let products):
-            guard let product = products.first(where: { $0.transactionId == entry.transactionID }) ?? products.first(where: { $0.productId == entry.productID })
+            guard
+                let product = products.first(where: { $0.transactionId == entry.transactionID })
+                    ?? products.first(where: { $0.productId == entry.productID })
             else {
                 return .settled(.refused(OutcomeReason(code: "not_restorable", message: "The restore no longer lists \(entry.productID).")))
             }
@@ -159,13 +174,19 @@ extension Delivery {
         guard let response = result.response else { return .failure(.transport(result.error.map { "\($0)" } ?? "no answer")) }
         guard response.statusCode == 200 else {
             let error = ServerAnswer.error(in: result.body)
-            return .failure(.refused(ServerAnswer.outcome(
-                status: response.statusCode, code: error?.code, message: error?.message,
-                retryAfter: ServerAnswer.retryAfter(response.value(forHTTPHeaderField: "Retry-After"), now: configuration.now()),
-                failures: 0, proofIsReceipt: false, receiptRefreshed: true)))
+            return .failure(
+                .refused(
+                    ServerAnswer.outcome(
+                        status: response.statusCode, code: error?.code, message: error?.message,
+                        retryAfter: ServerAnswer.retryAfter(response.value(forHTTPHeaderField: "Retry-After"), now: configuration.now()),
+                        failures: 0, proofIsReceipt: false, receiptRefreshed: true)))
         }
         guard let answer = ServerJSON.decode(RestoresAnswer.self, from: result.body) else {
-            return .failure(.refused(.retryLater(after: .seconds(30), OutcomeReason(code: "bad_answer", message: "The restore's answer is not readable.", status: 200))))
+            return .failure(
+                .refused(
+                    .retryLater(
+                        after: .seconds(30),
+                        OutcomeReason(code: "bad_answer", message: "The restore's answer is not readable.", status: 200))))
         }
         return .success(answer.products)
     }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 extension Delivery {
@@ -60,7 +60,9 @@ extension Delivery {
                 return body.storeFile(box, keeping: 0, response: response)
             case 206:
                 // Exactly the range asked for: from the bytes on disk to the end Stockroom described.
-                guard start > 0, let range = ResponseHeaders.contentRange(response), range.start == start, range.end == size - 1, range.total == size else {
+                guard start > 0, let range = ResponseHeaders.contentRange(response), range.start == start, range.end == size - 1,
+                    range.total == size
+                else {
                     return .fail(AnswerRefusal.rangeMismatch)
                 }
                 return body.storeFile(box, keeping: start, response: response)
@@ -86,7 +88,9 @@ extension Delivery {
             return .settled(
                 .retryLater(
                     after: Backoff.delay(afterFailures: entry.failures + 1),
-                    OutcomeReason(code: "redirected", message: "The object store answered with a redirect, which the client never follows.", status: status)))
+                    OutcomeReason(
+                        code: "redirected", message: "The object store answered with a redirect, which the client never follows.",
+                        status: status)))
         default:
             let retryAfter = ServerAnswer.retryAfter(response.value(forHTTPHeaderField: "Retry-After"), now: configuration.now())
             return .settled(

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Takes a purchase and delivers it: the file streamed to disk, checked against `Repr-Digest`,
@@ -88,7 +88,9 @@ public actor Delivery {
     public init(configuration: Configuration) throws {
         guard let origin = ServerOrigin(configuration.server) else { throw ConfigurationError.serverNotHTTP(configuration.server) }
         let files = configuration.destination("com.example.probe", "1").deletingLastPathComponent()
-        guard files.standardizedFileURL.resolvingSymlinksInPath() != configuration.journalFolder.standardizedFileURL.resolvingSymlinksInPath() else {
+        guard
+            files.standardizedFileURL.resolvingSymlinksInPath() != configuration.journalFolder.standardizedFileURL.resolvingSymlinksInPath()
+        else {
             throw ConfigurationError.journalAmongFiles(configuration.journalFolder)
         }
         var configuration = configuration
@@ -103,7 +105,8 @@ public actor Delivery {
         journal.onSetAside = { transactionID, reason in observer?(.journalEntrySetAside(transactionID: transactionID, reason: reason)) }
         self.journal = journal
         let settings = TransportSettings(
-            timeout: configuration.requestTimeout, minimumBytesPerSecond: Int64(max(0, configuration.minimumBytesPerSecond)), trust: configuration.trust,
+            timeout: configuration.requestTimeout, minimumBytesPerSecond: Int64(max(0, configuration.minimumBytesPerSecond)),
+            trust: configuration.trust,
             maximumConnectionsPerHost: max(configuration.maximumConcurrentDeliveries, 1) + 2)
         self.transport = HTTPTransport(settings: settings, engine: configuration.transportEngine)
         var storeSettings = settings
@@ -162,7 +165,10 @@ public actor Delivery {
                     return Attempt(outcome: self.storageFailure(error), downloaded: false)
                 }
                 guard let lock else {
-                    return Attempt(outcome: .retryLater(after: .seconds(5), OutcomeReason(code: "busy", message: "Another process is delivering this purchase.")), downloaded: false)
+                    return Attempt(
+                        outcome: .retryLater(
+                            after: .seconds(5), OutcomeReason(code: "busy", message: "Another process is delivering this purchase.")),
+                        downloaded: false)
                 }
                 let attempt = await body(self)
                 withExtendedLifetime(lock) {}
@@ -190,13 +196,18 @@ public actor Delivery {
     // MARK: Start from a purchase
 
     func start(_ purchase: Purchase) async -> Attempt {
-        if let refusal = refusal(productID: purchase.productID, transactionID: purchase.transactionID) { return Attempt(outcome: refusal, downloaded: false) }
+        if let refusal = refusal(productID: purchase.productID, transactionID: purchase.transactionID) {
+            return Attempt(outcome: refusal, downloaded: false)
+        }
         var entry: JournalEntry
         do {
-            entry = try recorded(purchase.transactionID, of: purchase.productID) ?? JournalEntry(
-                transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID, productID: purchase.productID,
-                renewal: .download(purchase.proof), appAccountToken: purchase.appAccountToken, consent: purchase.consent,
-                destination: destination(purchase.productID, purchase.transactionID))
+            entry =
+                try recorded(purchase.transactionID, of: purchase.productID)
+                ?? JournalEntry(
+                    transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID,
+                    productID: purchase.productID,
+                    renewal: .download(purchase.proof), appAccountToken: purchase.appAccountToken, consent: purchase.consent,
+                    destination: destination(purchase.productID, purchase.transactionID))
         } catch {
             return Attempt(outcome: storageFailure(error), downloaded: false)
         }

@@ -33,11 +33,15 @@ final class ProgressBroadcast: @unchecked Sendable {
     }
 
     func send(_ progress: DeliveryProgress) {
-        for continuation in lock.withLock({ Array(subscribers[progress.transactionID, default: [:]].values) }) { continuation.yield(progress) }
+        for continuation in lock.withLock({ Array(subscribers[progress.transactionID, default: [:]].values) }) {
+            continuation.yield(progress)
+        }
     }
 
     /// The delivery of `transactionID` ended: its streams end too.
     func finish(_ transactionID: String) {
-        for continuation in lock.withLock({ Array(subscribers.removeValue(forKey: transactionID)?.values ?? [:].values) }) { continuation.finish() }
+        for continuation in lock.withLock({ Array(subscribers.removeValue(forKey: transactionID)?.values ?? [:].values) }) {
+            continuation.finish()
+        }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Maps a refusal from Stockroom to the outcome the app acts on: the table in the README.
@@ -32,7 +32,10 @@ enum ServerAnswer {
             // 303 and 307 to content that are followed never reach here.
             return .retryLater(
                 after: retryAfter ?? Backoff.delay(afterFailures: failures + 1),
-                OutcomeReason(code: "redirected", message: "The server answered with a redirect, which the client never follows: configure the server's final URL.", status: status))
+                OutcomeReason(
+                    code: "redirected",
+                    message: "The server answered with a redirect, which the client never follows: configure the server's final URL.",
+                    status: status))
         }
         if status == 429 || status == 408 || (500...599).contains(status) {
             return .retryLater(after: retryAfter ?? Backoff.delay(afterFailures: failures + 1), reason)

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The journal on disk: one file per transaction, each write a temporary file renamed over the old.
@@ -70,9 +70,13 @@ public struct Journal: Sendable {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw LocalFile.posixError() }
         guard (status.st_mode & S_IFMT) == S_IFREG else { return setAside(transactionID, because: "it is not a regular file") }
-        guard Int64(status.st_size) <= Self.maximumEntrySize else { return setAside(transactionID, because: "it is larger than \(Self.maximumEntrySize) bytes") }
+        guard Int64(status.st_size) <= Self.maximumEntrySize else {
+            return setAside(transactionID, because: "it is larger than \(Self.maximumEntrySize) bytes")
+        }
         let data = try LocalFile.readAll(descriptor, upTo: Self.maximumEntrySize)
-        guard let entry = ServerJSON.decode(JournalEntry.self, from: data) else { return setAside(transactionID, because: "it is not a readable entry") }
+        guard let entry = ServerJSON.decode(JournalEntry.self, from: data) else {
+            return setAside(transactionID, because: "it is not a readable entry")
+        }
         guard entry.transactionID == transactionID, NetworkName.isProductID(entry.productID) else {
             return setAside(transactionID, because: "its names do not match its file")
         }
@@ -110,7 +114,8 @@ public struct Journal: Sendable {
             try LocalFile.writeAll(data, to: descriptor)
             guard fsync(descriptor) == 0 else { throw LocalFile.posixError() }
             #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-            try FileManager.default.setAttributes([.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication], ofItemAtPath: temporary)
+                try FileManager.default.setAttributes(
+                    [.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication], ofItemAtPath: temporary)
             #endif
             guard rename(temporary, file(entry.transactionID)) == 0 else { throw LocalFile.posixError() }
         } catch {
@@ -136,7 +141,9 @@ public struct Journal: Sendable {
 
     /// Renames the entry out of the way (kept for a look, never read again) and reports it.
     private func setAside(_ transactionID: String, because reason: String) -> JournalEntry? {
-        let aside = folder.appendingPathComponent("\(transactionID).json.set-aside-\(Int(Date().timeIntervalSince1970))-\(UUID().uuidString.prefix(8))").path
+        let aside = folder.appendingPathComponent(
+            "\(transactionID).json.set-aside-\(Int(Date().timeIntervalSince1970))-\(UUID().uuidString.prefix(8))"
+        ).path
         if rename(file(transactionID), aside) != 0 { LocalFile.remove(file(transactionID)) }
         onSetAside?(transactionID, reason)
         return nil

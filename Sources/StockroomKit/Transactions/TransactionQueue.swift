@@ -106,14 +106,18 @@ public final class TransactionQueue: Sendable {
                 do { try await sleep(after) } catch { return false }
             case .refreshReceiptAndRetryOnce:
                 guard !refreshed, let receipt = await source.refreshedReceipt(), case .refreshReceipt(let reason) = outcome else {
-                    if case .refreshReceipt(let reason) = outcome { continuation.yield(.needsDecision(transactionID: purchase.transactionID, reason: reason)) }
+                    if case .refreshReceipt(let reason) = outcome {
+                        continuation.yield(.needsDecision(transactionID: purchase.transactionID, reason: reason))
+                    }
                     return false
                 }
                 _ = reason
                 refreshed = true
                 purchase.proof = .appReceipt(receipt)
             case .appDecides:
-                if case .refused(let reason) = outcome { continuation.yield(.needsDecision(transactionID: purchase.transactionID, reason: reason)) }
+                if case .refused(let reason) = outcome {
+                    continuation.yield(.needsDecision(transactionID: purchase.transactionID, reason: reason))
+                }
                 return false
             }
         }

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A partial file that a body is appended to, with progress reported.
@@ -69,7 +69,8 @@ final class BodyFile: @unchecked Sendable {
     ) throws {
         precondition(bufferSize > 0 && bufferSize % Self.alignment == 0, "whole pages")
         self.bufferSize = bufferSize
-        try FileManager.default.createDirectory(at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
         let file: Int32
         do {
             file = try LocalFile.openFile(path, O_RDWR | (keeping == 0 ? O_CREAT : 0), mode: 0o600)
@@ -86,7 +87,8 @@ final class BodyFile: @unchecked Sendable {
         // Readable after the first unlock: a download resumed in the background on a locked device
         // must still write it.
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-        try? FileManager.default.setAttributes([.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication], ofItemAtPath: path)
+            try? FileManager.default.setAttributes(
+                [.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication], ofItemAtPath: path)
         #endif
         guard Int64(status.st_size) == keeping || ftruncate(file, off_t(keeping)) == 0 else {
             close(file)
@@ -299,20 +301,20 @@ final class BodyFile: @unchecked Sendable {
     /// It must open the same file as the first (`opened`), not whatever was put at `path` since.
     private static func openDirect(_ path: String, sameAs opened: stat) -> Int32? {
         #if os(Linux) && (arch(x86_64) || arch(arm64))
-        #if arch(x86_64)
-        let flag: Int32 = 0o40000
+            #if arch(x86_64)
+                let flag: Int32 = 0o40000
+            #else
+                let flag: Int32 = 0o200000
+            #endif
+            guard let descriptor = try? LocalFile.openFile(path, O_WRONLY | flag) else { return nil }
+            var status = stat()
+            guard fstat(descriptor, &status) == 0, status.st_dev == opened.st_dev, status.st_ino == opened.st_ino else {
+                close(descriptor)
+                return nil
+            }
+            return descriptor
         #else
-        let flag: Int32 = 0o200000
-        #endif
-        guard let descriptor = try? LocalFile.openFile(path, O_WRONLY | flag) else { return nil }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_dev == opened.st_dev, status.st_ino == opened.st_ino else {
-            close(descriptor)
             return nil
-        }
-        return descriptor
-        #else
-        return nil
         #endif
     }
 }

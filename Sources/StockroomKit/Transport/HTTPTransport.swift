@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// What happens to a response's body, decided from its head when the first bytes arrive.
@@ -63,17 +63,17 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private var paceTimer: (any DispatchSourceTimer)?
     let settings: TransportSettings
     #if os(Linux) && (arch(x86_64) || arch(arm64))
-    private let curl: CurlHandles?
+        private let curl: CurlHandles?
     #endif
 
     init(settings: TransportSettings = TransportSettings(), engine: Engine = .automatic) {
         self.settings = settings
         #if os(Linux) && (arch(x86_64) || arch(arm64))
-        curl = engine == .automatic && LibCurl.shared != nil ? CurlHandles() : nil
+            curl = engine == .automatic && LibCurl.shared != nil ? CurlHandles() : nil
         #endif
         super.init()
         #if os(Linux) && (arch(x86_64) || arch(arm64))
-        if curl != nil { return }  // no URLSession (its thread, queue and multi handle) when unused
+            if curl != nil { return }  // no URLSession (its thread, queue and multi handle) when unused
         #endif
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = settings.timeout
@@ -115,9 +115,9 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// Whether libcurl carries the transfers.
     var usesLibCurl: Bool {
         #if os(Linux) && (arch(x86_64) || arch(arm64))
-        curl != nil
+            curl != nil
         #else
-        false
+            false
         #endif
     }
 
@@ -125,7 +125,7 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// is under way.
     func invalidate() {
         #if os(Linux) && (arch(x86_64) || arch(arm64))
-        curl?.cancelAll()
+            curl?.cancelAll()
         #endif
         lock.withLock { paceTimer }?.cancel()
         lock.withLock { session }?.invalidateAndCancel()
@@ -134,18 +134,20 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// Sends `request`; `decide` picks what happens to the body once its head is known.
     func send(_ request: URLRequest, decide: @escaping @Sendable (HTTPURLResponse) -> BodyDisposition) async -> TransferResult {
         #if os(Linux) && (arch(x86_64) || arch(arm64))
-        if let curl { return await curl.send(CurlTransfer(request, settings: settings, decide: decide)) }
+            if let curl { return await curl.send(CurlTransfer(request, settings: settings, decide: decide)) }
         #endif
         guard let session = lock.withLock({ session }) else { return TransferResult(error: URLError(.cancelled)) }
         #if !canImport(Security)
-        // Pins and an own authority are checked through Security's trust objects; without them
-        // (URLSession on Linux, in the tests) a transfer that asks for them fails closed.
-        if settings.trust.isCustom { return TransferResult(error: URLError(.secureConnectionFailed)) }
+            // Pins and an own authority are checked through Security's trust objects; without them
+            // (URLSession on Linux, in the tests) a transfer that asks for them fails closed.
+            if settings.trust.isCustom { return TransferResult(error: URLError(.secureConnectionFailed)) }
         #endif
         let task = session.dataTask(with: request)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
-                let pace = TransferPace(timeout: settings.timeout, minimumBytesPerSecond: settings.minimumBytesPerSecond, now: ProcessInfo.processInfo.systemUptime)
+                let pace = TransferPace(
+                    timeout: settings.timeout, minimumBytesPerSecond: settings.minimumBytesPerSecond,
+                    now: ProcessInfo.processInfo.systemUptime)
                 lock.withLock { transfers[task.taskIdentifier] = Transfer(decide: decide, continuation: continuation, pace: pace) }
                 task.resume()
             }
@@ -161,7 +163,10 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     // MARK: URLSessionDataDelegate (on the session's serial queue)
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
         lock.withLock { transfers[task.taskIdentifier] }?.sent = totalBytesSent
     }
 
@@ -245,7 +250,8 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
         var received: Int64 = 0
 
         init(
-            decide: @escaping @Sendable (HTTPURLResponse) -> BodyDisposition, continuation: CheckedContinuation<TransferResult, Never>, pace: TransferPace
+            decide: @escaping @Sendable (HTTPURLResponse) -> BodyDisposition, continuation: CheckedContinuation<TransferResult, Never>,
+            pace: TransferPace
         ) {
             self.decide = decide
             self.continuation = continuation

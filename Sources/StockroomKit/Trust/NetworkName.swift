@@ -34,7 +34,8 @@ public enum NetworkName {
     /// Whether `text` is a transaction ID: 1 to 32 ASCII decimal digits.
     public static func isTransactionID(_ text: String) -> Bool {
         let bytes = text.utf8
-        return (1...maximumTransactionIDLength).contains(bytes.count) && bytes.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        return (1...maximumTransactionIDLength).contains(bytes.count)
+            && bytes.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 
     private static func isAlphanumeric(_ byte: UInt8) -> Bool {

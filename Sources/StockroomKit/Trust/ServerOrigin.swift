@@ -71,7 +71,8 @@ struct ServerOrigin: Sendable {
         let authority = afterScheme.prefix { $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") }
         let rest = afterScheme.dropFirst(authority.count)
         guard Self.isAuthority(authority), rest.allSatisfy(Self.isPathByte) else { return nil }
-        guard let url = URL(string: text), url.scheme?.lowercased() == scheme, url.host?.isEmpty == false, url.user == nil, url.password == nil,
+        guard let url = URL(string: text), url.scheme?.lowercased() == scheme, url.host?.isEmpty == false, url.user == nil,
+            url.password == nil,
             url.fragment == nil
         else { return nil }
         return url
@@ -105,7 +106,9 @@ struct ServerOrigin: Sendable {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
             host = bytes[bytes.startIndex...close]
             let inside = host.dropFirst().dropLast()
-            guard !inside.isEmpty, inside.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else { return false }
+            guard !inside.isEmpty, inside.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else {
+                return false
+            }
             let after = bytes[(close + 1)...]
             if !after.isEmpty {
                 guard after.first == UInt8(ascii: ":") else { return false }
@@ -126,7 +129,8 @@ struct ServerOrigin: Sendable {
 
     /// A letter, a digit, `-` or `.`.
     private static func isNameByte(_ byte: UInt8) -> Bool {
-        isHexDigit(byte) || (UInt8(ascii: "g")...UInt8(ascii: "z")).contains(byte | 0x20) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+        isHexDigit(byte) || (UInt8(ascii: "g")...UInt8(ascii: "z")).contains(byte | 0x20) || byte == UInt8(ascii: "-")
+            || byte == UInt8(ascii: ".")
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {

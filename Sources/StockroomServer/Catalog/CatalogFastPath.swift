@@ -105,14 +105,17 @@ final class CatalogFastPath: Sendable {
         fullCount = Counter(label: "hb.requests", dimensions: dimensions(.ok))
         fullDuration = Metrics.Timer(label: "http.server.request.duration", dimensions: dimensions(.ok), preferredDisplayUnit: .seconds)
         notModifiedCount = Counter(label: "hb.requests", dimensions: dimensions(.notModified))
-        notModifiedDuration = Metrics.Timer(label: "http.server.request.duration", dimensions: dimensions(.notModified), preferredDisplayUnit: .seconds)
+        notModifiedDuration = Metrics.Timer(
+            label: "http.server.request.duration", dimensions: dimensions(.notModified), preferredDisplayUnit: .seconds)
     }
 
     /// The channel's handler: between `ConnectionClock` and the HTTP decoder.
     func handler() -> Handler { Handler(path: self) }
 
     /// Writes the answer of the catalogue being served now to a request read at `started`.
-    fileprivate func respond(ifNoneMatch: UnsafeRawBufferPointer?, started: NIODeadline, dates: inout DateField, context: ChannelHandlerContext) {
+    fileprivate func respond(
+        ifNoneMatch: UnsafeRawBufferPointer?, started: NIODeadline, dates: inout DateField, context: ChannelHandlerContext
+    ) {
         let answer = store.answer
         let matched = ifNoneMatch.map { EntityTag.list(String(decoding: $0, as: UTF8.self), matches: answer.etag) } ?? false
         let id = RequestID().description
@@ -207,7 +210,8 @@ struct CatalogRequest {
             while at < bytes.count, (0x21...0x7E).contains(bytes[at]) { at += 1 }
         }
         let version = " HTTP/1.1\r\n"
-        guard bytes.count - at >= version.utf8.count, UnsafeRawBufferPointer(rebasing: bytes[at..<(at + version.utf8.count)]).elementsEqual(version.utf8)
+        guard bytes.count - at >= version.utf8.count,
+            UnsafeRawBufferPointer(rebasing: bytes[at..<(at + version.utf8.count)]).elementsEqual(version.utf8)
         else { return nil }
         at += version.utf8.count
         var ifNoneMatch: UnsafeRawBufferPointer?
@@ -258,8 +262,10 @@ struct CatalogRequest {
     private static func isToken(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "*"),
-            UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"),
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+            UInt8(ascii: "*"),
+            UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"),
+            UInt8(ascii: "|"),
             UInt8(ascii: "~"):
             true
         default: false

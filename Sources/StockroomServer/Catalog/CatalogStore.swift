@@ -65,7 +65,9 @@ public final class CatalogStore: Sendable {
             current.withLock { $0 = (loaded, answer) }
             lastBucketFailure.withLock { $0 = nil }
             if loaded.version != served.version {
-                logger.info("catalogue reloaded", metadata: ["version": .string(loaded.version), "products": .stringConvertible(loaded.products.count)])
+                logger.info(
+                    "catalogue reloaded",
+                    metadata: ["version": .string(loaded.version), "products": .stringConvertible(loaded.products.count)])
             }
             return true
         } catch {
@@ -109,7 +111,9 @@ public final class CatalogStore: Sendable {
             }
             failedSnapshot.withLock { $0 = nil }
             if previous != catalog.version {
-                logger.info("catalogue reloaded", metadata: ["version": .string(catalog.version), "products": .stringConvertible(catalog.products.count)])
+                logger.info(
+                    "catalogue reloaded",
+                    metadata: ["version": .string(catalog.version), "products": .stringConvertible(catalog.products.count)])
             }
             return true
         case .failed(let error):

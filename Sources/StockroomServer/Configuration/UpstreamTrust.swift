@@ -52,7 +52,8 @@ public struct UpstreamTrust: Sendable {
             }
         let serverAPI = credentials.map {
             AppStoreServerAPIClient(
-                credentials: $0, endpoints: endpoints, transport: CurlHTTPClient(), policy: configuration.verificationRetryPolicy, logger: logger)
+                credentials: $0, endpoints: endpoints, transport: CurlHTTPClient(), policy: configuration.verificationRetryPolicy,
+                logger: logger)
         }
         var trust = UpstreamTrust(root: root, otherRoots: Array(configuration.trustedRoots.dropFirst()), serverAPI: serverAPI)
         if configuration.acceptsXcode {
@@ -71,7 +72,9 @@ public struct UpstreamTrust: Sendable {
             if parts.contains(where: { $0 != nil }) { throw StartupError.appStoreKeyIncomplete }
             return nil
         }
-        guard let pem = FileManager.default.contents(atPath: path) else { throw StartupError.appStoreKey(path: path, reason: "cannot be read") }
+        guard let pem = FileManager.default.contents(atPath: path) else {
+            throw StartupError.appStoreKey(path: path, reason: "cannot be read")
+        }
         do {
             let key = try ECPrivateKey(pem: String(decoding: pem, as: UTF8.self))
             return .init(issuerID: issuerID, keyID: keyID, bundleID: configuration.bundleID, privateKey: key)

@@ -22,7 +22,8 @@ enum ConsoleChart {
         let totals = labels.indices.map { slot in series.reduce(0.0) { $0 + max(0, $1.values[safe: slot] ?? 0) } }
         let peak = max(totals.max() ?? 0, Double.leastNonzeroMagnitude)
         var svg = "<svg id=\"\(HTML.escape(id))\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(width) \(height)\" "
-        svg += "width=\"\(width)\" height=\"\(height)\" role=\"img\" aria-label=\"\(HTML.escape(title))\">\n<title>\(HTML.escape(title))</title>\n"
+        svg +=
+            "width=\"\(width)\" height=\"\(height)\" role=\"img\" aria-label=\"\(HTML.escape(title))\">\n<title>\(HTML.escape(title))</title>\n"
         svg += "<text x=\"\(left)\" y=\"14\">peak \(HTML.escape(totals.max() ?? 0 > 0 ? format(peak) : "none"))</text>\n"
         var legendX = Double(width) - right
         for entry in series.reversed() {
@@ -30,7 +31,8 @@ enum ConsoleChart {
             svg += "<rect x=\(quote(legendX)) y=\"5\" width=\"10\" height=\"10\" fill=\"\(entry.color)\"/>"
             svg += "<text x=\(quote(legendX + 14)) y=\"14\">\(HTML.escape(entry.name))</text>\n"
         }
-        svg += "<line x1=\(quote(left)) y1=\(quote(top + plotHeight)) x2=\(quote(Double(width) - right)) y2=\(quote(top + plotHeight)) stroke=\"#9aa3b0\"/>\n"
+        svg +=
+            "<line x1=\(quote(left)) y1=\(quote(top + plotHeight)) x2=\(quote(Double(width) - right)) y2=\(quote(top + plotHeight)) stroke=\"#9aa3b0\"/>\n"
         for (slot, label) in labels.enumerated() {
             let x = left + Double(slot) * slotWidth
             var base = top + plotHeight
@@ -39,7 +41,8 @@ enum ConsoleChart {
                 guard value > 0 else { continue }
                 let barHeight = max(1, value / peak * plotHeight)
                 base -= barHeight
-                svg += "<rect class=\"bar\" data-series=\"\(HTML.escape(entry.name))\" data-value=\"\(HTML.escape(format(value)))\" x=\(quote(x + 1)) y=\(quote(base)) "
+                svg +=
+                    "<rect class=\"bar\" data-series=\"\(HTML.escape(entry.name))\" data-value=\"\(HTML.escape(format(value)))\" x=\(quote(x + 1)) y=\(quote(base)) "
                 svg += "width=\(quote(max(1, slotWidth - 2))) height=\(quote(barHeight)) fill=\"\(entry.color)\">"
                 svg += "<title>\(HTML.escape(label)): \(HTML.escape(format(value))) \(HTML.escape(entry.name))</title></rect>\n"
             }
@@ -51,19 +54,25 @@ enum ConsoleChart {
     }
 
     /// Horizontal bars, one per item, longest first as given, with the value's text at the end.
-    static func horizontalBars(id: String, title: String, items: [(label: String, value: Double, text: String)], color: String, width: Int = 560) -> String {
+    static func horizontalBars(
+        id: String, title: String, items: [(label: String, value: Double, text: String)], color: String, width: Int = 560
+    ) -> String {
         let rowHeight = 22.0, labelWidth = 250.0, textWidth = 110.0
         let height = Int(max(1, Double(items.count)) * rowHeight + 8)
         let peak = max(items.map(\.value).max() ?? 0, Double.leastNonzeroMagnitude)
         var svg = "<svg id=\"\(HTML.escape(id))\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(width) \(height)\" "
-        svg += "width=\"\(width)\" height=\"\(height)\" role=\"img\" aria-label=\"\(HTML.escape(title))\">\n<title>\(HTML.escape(title))</title>\n"
+        svg +=
+            "width=\"\(width)\" height=\"\(height)\" role=\"img\" aria-label=\"\(HTML.escape(title))\">\n<title>\(HTML.escape(title))</title>\n"
         if items.isEmpty { svg += "<text x=\"4\" y=\"18\">nothing yet</text>\n" }
         for (row, item) in items.enumerated() {
             let y = 4 + Double(row) * rowHeight
             let barWidth = max(item.value > 0 ? 1 : 0, item.value / peak * (Double(width) - labelWidth - textWidth))
-            svg += "<text x=\"4\" y=\(quote(y + 14))>\(HTML.escape(item.label.count > 38 ? item.label.prefix(37) + "…" : item.label))</text>"
-            svg += "<rect class=\"bar\" data-series=\"\(HTML.escape(item.label))\" data-value=\"\(HTML.escape(item.text))\" x=\(quote(labelWidth)) y=\(quote(y + 2)) "
-            svg += "width=\(quote(barWidth)) height=\(quote(rowHeight - 6)) fill=\"\(color)\"><title>\(HTML.escape(item.label)): \(HTML.escape(item.text))</title></rect>"
+            svg +=
+                "<text x=\"4\" y=\(quote(y + 14))>\(HTML.escape(item.label.count > 38 ? item.label.prefix(37) + "…" : item.label))</text>"
+            svg +=
+                "<rect class=\"bar\" data-series=\"\(HTML.escape(item.label))\" data-value=\"\(HTML.escape(item.text))\" x=\(quote(labelWidth)) y=\(quote(y + 2)) "
+            svg +=
+                "width=\(quote(barWidth)) height=\(quote(rowHeight - 6)) fill=\"\(color)\"><title>\(HTML.escape(item.label)): \(HTML.escape(item.text))</title></rect>"
             svg += "<text x=\(quote(labelWidth + barWidth + 6)) y=\(quote(y + 14))>\(HTML.escape(item.text))</text>\n"
         }
         return svg + "</svg>\n"

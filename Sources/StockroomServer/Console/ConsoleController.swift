@@ -25,23 +25,32 @@ struct ConsoleController<Context: RemoteAddressRequestContext & ClientAddressCon
         router.get("console/login") { request, context in loginForm(request, context: context).response }
         router.post("console/login") { request, context in await signIn(request, context: context).response }
         router.post("console/logout") { request, context in
-            await action(request, context: context) { _, _ in ConsoleResponse.redirect(to: "/console/login", cookies: [signOutCookie(request, context: context)]) }
+            await action(request, context: context) { _, _ in
+                ConsoleResponse.redirect(to: "/console/login", cookies: [signOutCookie(request, context: context)])
+            }
         }
         router.get("console") { request, context in await page(request, context: context) { try await pages.dashboard(session: $0) } }
-        router.get("console/fulfilments") { request, context in await page(request, context: context) { try await pages.list(request, session: $0) } }
+        router.get("console/fulfilments") { request, context in
+            await page(request, context: context) { try await pages.list(request, session: $0) }
+        }
         router.get("console/fulfilments/:transactionId") { request, context in
-            await page(request, context: context) { session in try await pages.detail(try Self.transactionID(context), request: request, session: session) }
+            await page(request, context: context) { session in
+                try await pages.detail(try Self.transactionID(context), request: request, session: session)
+            }
         }
         for kind in ConsoleActions.Kind.allCases {
             router.post("console/fulfilments/:transactionId/\(kind.rawValue)") { request, context in
-                await action(request, context: context) { form, _ in try await actions.perform(kind, on: try Self.transactionID(context), form: form) }
+                await action(request, context: context) { form, _ in
+                    try await actions.perform(kind, on: try Self.transactionID(context), form: form)
+                }
             }
         }
     }
 
     // MARK: Sign-in
 
-    private func loginForm(_ request: Request, context: Context, error: String? = nil, status: HTTPResponse.Status = .ok) -> ConsoleResponse {
+    private func loginForm(_ request: Request, context: Context, error: String? = nil, status: HTTPResponse.Status = .ok) -> ConsoleResponse
+    {
         var body = "<h1>Sign in</h1>\n"
         if let error { body += "<p class=\"error\" role=\"alert\">\(HTML.escape(error))</p>\n" }
         body += """
@@ -109,7 +118,9 @@ struct ConsoleController<Context: RemoteAddressRequestContext & ClientAddressCon
     }
 
     /// Runs `body`, answering our errors and a lost ledger with an HTML page.
-    private static func rendering(session: ConsoleSession, context: Context, _ body: () async throws -> ConsoleResponse) async -> ConsoleResponse {
+    private static func rendering(session: ConsoleSession, context: Context, _ body: () async throws -> ConsoleResponse) async
+        -> ConsoleResponse
+    {
         do {
             return try await body()
         } catch let error as ConsoleError {
@@ -119,7 +130,9 @@ struct ConsoleController<Context: RemoteAddressRequestContext & ClientAddressCon
         } catch {
             context.logger.error("console request failed", metadata: ["error": "\(String(reflecting: error))"])
             var page = ConsoleResponse.page(
-                title: "Internal error", body: "<h1>Internal error</h1>\n<p class=\"error\" data-code=\"internal_error\">Something went wrong; the request id is in the server's log.</p>\n",
+                title: "Internal error",
+                body:
+                    "<h1>Internal error</h1>\n<p class=\"error\" data-code=\"internal_error\">Something went wrong; the request id is in the server's log.</p>\n",
                 session: session, status: .internalServerError)
             page.headers[.cacheControl] = "no-store"
             return page

@@ -55,7 +55,8 @@ enum ConsoleError: Error, Equatable {
     func page(session: ConsoleSession?) -> ConsoleResponse {
         var body = "<h1>\(HTML.escape(status.reasonPhrase))</h1>\n"
         body += "<p class=\"error\" data-code=\"\(HTML.escape(code))\">\(HTML.escape(message))</p>\n"
-        body += session == nil ? "<p><a href=\"/console/login\">Sign in</a></p>\n" : "<p><a href=\"/console\">Back to the dashboard</a></p>\n"
+        body +=
+            session == nil ? "<p><a href=\"/console/login\">Sign in</a></p>\n" : "<p><a href=\"/console\">Back to the dashboard</a></p>\n"
         var response = ConsoleResponse.page(title: status.reasonPhrase, body: body, session: session, status: status)
         if case .ledgerUnavailable(let retryAfter) = self { response.headers[.retryAfter] = "\(max(1, retryAfter.components.seconds))" }
         return response

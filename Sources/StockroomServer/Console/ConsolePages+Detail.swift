@@ -12,42 +12,53 @@ extension ConsolePages {
             return Self.keptProofsOnly(transactionID, pending: pending, request: request, session: session)
         }
         let attempts = try await ledger.attempts(of: transactionID)
-        let notifications = try await ledger.notifications(transactionID: transactionID, originalTransactionID: row.originalTransactionID, limit: 50)
+        let notifications = try await ledger.notifications(
+            transactionID: transactionID, originalTransactionID: row.originalTransactionID, limit: 50)
         let calls = try await ledger.serverCalls(ServerCallListQuery(transactionID: transactionID, limit: 10))
         let id = HTML.escape(row.transactionID)
 
-        var body = "<h1>Transaction <code>\(id)</code> <span class=\"state state-\(row.state.rawValue)\" id=\"state\">\(row.state.rawValue)</span></h1>\n"
+        var body =
+            "<h1>Transaction <code>\(id)</code> <span class=\"state state-\(row.state.rawValue)\" id=\"state\">\(row.state.rawValue)</span></h1>\n"
         if let done = request.uri.queryParameters.get("done").flatMap(ConsoleFlash.init(rawValue:)) {
             body += "<p class=\"flash\" role=\"status\" id=\"flash\" data-flash=\"\(done.rawValue)\">\(HTML.escape(done.message))</p>\n"
         }
         body += "<div class=\"grid\">\n<section class=\"card\"><h2>Purchase</h2><table id=\"summary\">\n"
         let facts: [(String, String)] = [
             ("Product", row.productID), ("Original transaction", row.originalTransactionID), ("Bundle", row.bundleID),
-            ("Environment", row.environment?.rawValue ?? "—"), ("Attempts", String(row.attempts)), ("Bytes sent", HTML.bytes(row.bytesDelivered)),
+            ("Environment", row.environment?.rawValue ?? "—"), ("Attempts", String(row.attempts)),
+            ("Bytes sent", HTML.bytes(row.bytesDelivered)),
             ("Safe to finish", row.state.isSafeToFinish ? "yes" : "no"), ("Expires", HTML.time(row.expiresAt)),
             ("Bound to an app account", row.appAccountToken == nil ? "no" : "yes"),
             ("Consent to share consumption", row.customerConsented.map { $0 ? "yes" : "no" } ?? "not asked"),
         ]
         for (name, value) in facts { body += "<tr><th>\(name)</th><td>\(HTML.escape(value))</td></tr>\n" }
         body += "</table></section>\n<section class=\"card\"><h2>Proof and upstream verdicts</h2><table id=\"verdicts\">\n"
-        body += "<tr><th>Proof</th><td>\(row.proofKind == .receipt ? "app receipt (verifyReceipt)" : "StoreKit 2 signed transaction"), \(row.proof.utf8.count) bytes</td></tr>\n"
-        body += "<tr><th>Proof SHA-256</th><td><code id=\"proof-digest\">\(HTML.escape(row.proofDigest ?? ByteEncoding.hex(SHA256.hash(Array(row.proof.utf8)))))</code></td></tr>\n"
-        body += "<tr><th>Last verified</th><td>\(HTML.time(row.verifiedAt))\(row.environment.map { " by the App Store (\($0.rawValue))" } ?? "")</td></tr>\n"
+        body +=
+            "<tr><th>Proof</th><td>\(row.proofKind == .receipt ? "app receipt (verifyReceipt)" : "StoreKit 2 signed transaction"), \(row.proof.utf8.count) bytes</td></tr>\n"
+        body +=
+            "<tr><th>Proof SHA-256</th><td><code id=\"proof-digest\">\(HTML.escape(row.proofDigest ?? ByteEncoding.hex(SHA256.hash(Array(row.proof.utf8)))))</code></td></tr>\n"
+        body +=
+            "<tr><th>Last verified</th><td>\(HTML.time(row.verifiedAt))\(row.environment.map { " by the App Store (\($0.rawValue))" } ?? "")</td></tr>\n"
         body += "<tr><th>Last error</th><td id=\"last-error\">\(HTML.escape(row.lastError ?? "none"))</td></tr>\n"
         for proof in pending {
-            body += "<tr><th>Kept proof (\(proof.status.rawValue))</th><td>\(HTML.time(proof.updatedAt)): \(HTML.escape(proof.lastError ?? "waiting for the App Store")) "
+            body +=
+                "<tr><th>Kept proof (\(proof.status.rawValue))</th><td>\(HTML.time(proof.updatedAt)): \(HTML.escape(proof.lastError ?? "waiting for the App Store")) "
             body += "<code>\(HTML.escape(String(proof.proofDigest.prefix(16))))…</code></td></tr>\n"
         }
         body += Self.serverCalls(calls, row: row)
         body += "</table></section>\n</div>\n"
         body += Self.timeline(row, attempts: attempts)
-        body += "<h2>Notifications</h2>\n<table id=\"notifications\"><tr><th>Received</th><th>Type</th><th>Transaction</th><th>Outcome</th></tr>\n"
+        body +=
+            "<h2>Notifications</h2>\n<table id=\"notifications\"><tr><th>Received</th><th>Type</th><th>Transaction</th><th>Outcome</th></tr>\n"
         for entry in notifications {
             let type = entry.type + (entry.subtype.map { " / " + $0 } ?? "")
-            body += "<tr><td>\(HTML.time(entry.receivedAt))</td><td>\(HTML.escape(type))</td><td>\(HTML.escape(entry.transactionID ?? "—"))</td>"
+            body +=
+                "<tr><td>\(HTML.time(entry.receivedAt))</td><td>\(HTML.escape(type))</td><td>\(HTML.escape(entry.transactionID ?? "—"))</td>"
             body += "<td>\(HTML.escape(entry.outcome))</td></tr>\n"
         }
-        if notifications.isEmpty { body += "<tr><td colspan=\"4\" class=\"muted\">No App Store notification names this purchase.</td></tr>\n" }
+        if notifications.isEmpty {
+            body += "<tr><td colspan=\"4\" class=\"muted\">No App Store notification names this purchase.</td></tr>\n"
+        }
         body += "</table>\n" + Self.actionForms(row, session: session)
         return .page(title: "Transaction \(row.transactionID)", body: body, session: session)
     }
@@ -55,20 +66,27 @@ extension ConsolePages {
     /// A transaction with no entitlement on record, only proofs kept while the App Store could not
     /// be asked: what they are, and the one action that applies (re-fulfil verifies them). A kept
     /// proof never authorises a download, so there is nothing to revoke or reinstate.
-    static func keptProofsOnly(_ transactionID: String, pending: [PendingProof], request: Request, session: ConsoleSession) -> ConsoleResponse {
+    static func keptProofsOnly(_ transactionID: String, pending: [PendingProof], request: Request, session: ConsoleSession)
+        -> ConsoleResponse
+    {
         let id = HTML.escape(transactionID)
         var body = "<h1>Transaction <code>\(id)</code> <span class=\"state state-pending\" id=\"state\">pending</span></h1>\n"
         if let done = request.uri.queryParameters.get("done").flatMap(ConsoleFlash.init(rawValue:)) {
             body += "<p class=\"flash\" role=\"status\" id=\"flash\" data-flash=\"\(done.rawValue)\">\(HTML.escape(done.message))</p>\n"
         }
         body += "<p>No entitlement is on record. These proofs were kept while the App Store could not be asked; a kept proof never "
-        body += "authorises a download. Re-fulfil asks the App Store about them: a valid one becomes an entitlement for the product Apple names.</p>\n"
-        body += "<table id=\"kept-proofs\"><tr><th>Kept</th><th>Last tried</th><th>Status</th><th>Proof</th><th>Product asked for</th><th>Why it waits</th></tr>\n"
+        body +=
+            "authorises a download. Re-fulfil asks the App Store about them: a valid one becomes an entitlement for the product Apple names.</p>\n"
+        body +=
+            "<table id=\"kept-proofs\"><tr><th>Kept</th><th>Last tried</th><th>Status</th><th>Proof</th><th>Product asked for</th><th>Why it waits</th></tr>\n"
         for proof in pending {
             let kind = proof.proofKind == .receipt ? "app receipt" : "StoreKit 2 signed transaction"
-            body += "<tr data-status=\"\(proof.status.rawValue)\"><td>\(HTML.time(proof.createdAt))</td><td>\(HTML.time(proof.updatedAt))</td>"
-            body += "<td>\(proof.status.rawValue)</td><td>\(kind), \(proof.proof.utf8.count) bytes, <code>\(HTML.escape(String(proof.proofDigest.prefix(16))))…</code></td>"
-            body += "<td>\(HTML.escape(proof.requestedProductID))</td><td>\(HTML.escape(proof.lastError ?? "waiting for the App Store"))</td></tr>\n"
+            body +=
+                "<tr data-status=\"\(proof.status.rawValue)\"><td>\(HTML.time(proof.createdAt))</td><td>\(HTML.time(proof.updatedAt))</td>"
+            body +=
+                "<td>\(proof.status.rawValue)</td><td>\(kind), \(proof.proof.utf8.count) bytes, <code>\(HTML.escape(String(proof.proofDigest.prefix(16))))…</code></td>"
+            body +=
+                "<td>\(HTML.escape(proof.requestedProductID))</td><td>\(HTML.escape(proof.lastError ?? "waiting for the App Store"))</td></tr>\n"
         }
         body += "</table>\n<h2>Actions</h2>\n<div class=\"actions\">\n"
         body += "<form method=\"post\" action=\"/console/fulfilments/\(id)/refulfil\" id=\"refulfil\">\(ConsoleResponse.csrfField(session))"
@@ -79,25 +97,36 @@ extension ConsolePages {
     /// The row's state changes and its download attempts, in time order.
     static func timeline(_ row: Fulfilment, attempts: [DownloadAttempt]) -> String {
         var events: [(Date, String, String)] = [(row.createdAt, "recorded", "first verified claim")]
-        if let at = row.verifiedAt { events.append((at, "verified", "the App Store vouched for it" + (row.environment.map { " (\($0.rawValue))" } ?? ""))) }
+        if let at = row.verifiedAt {
+            events.append((at, "verified", "the App Store vouched for it" + (row.environment.map { " (\($0.rawValue))" } ?? "")))
+        }
         if let at = row.deliveredAt { events.append((at, "delivered", "a whole copy went out")) }
         if let at = row.acknowledgedAt { events.append((at, "acknowledged", "the app confirmed it has the file")) }
         if let at = row.finishedAt { events.append((at, "finished", "Stockroom finished the transaction with Apple")) }
         if let at = row.revokedByRefundAt { events.append((at, "revoked", "refunded or revoked by Apple")) }
         if let at = row.revokedByOperatorAt { events.append((at, "revoked", "revoked by an operator")) }
-        if let at = row.revokedAt, row.revokedByRefundAt == nil, row.revokedByOperatorAt == nil { events.append((at, "revoked", "revoked")) }
+        if let at = row.revokedAt, row.revokedByRefundAt == nil, row.revokedByOperatorAt == nil {
+            events.append((at, "revoked", "revoked"))
+        }
         for attempt in attempts {
             let range = attempt.rangeStart.map { start in " of bytes \(start)–\(attempt.rangeEnd.map { String($0) } ?? "")" } ?? ""
-            events.append((attempt.at, "attempt-\(attempt.outcome.rawValue)", "download \(attempt.outcome.rawValue)\(range): \(HTML.bytes(attempt.bytes))"))
+            events.append(
+                (
+                    attempt.at, "attempt-\(attempt.outcome.rawValue)",
+                    "download \(attempt.outcome.rawValue)\(range): \(HTML.bytes(attempt.bytes))"
+                ))
         }
         events.sort { $0.0 < $1.0 }
         var html = "<h2>Timeline</h2>\n<table id=\"timeline\"><tr><th>Time</th><th>Event</th><th>Detail</th></tr>\n"
         for (at, event, detail) in events {
-            html += "<tr data-event=\"\(event)\"><td>\(HTML.time(at))</td><td>\(event.replacingOccurrences(of: "-", with: " "))</td><td>\(HTML.escape(detail))</td></tr>\n"
+            html +=
+                "<tr data-event=\"\(event)\"><td>\(HTML.time(at))</td><td>\(event.replacingOccurrences(of: "-", with: " "))</td><td>\(HTML.escape(detail))</td></tr>\n"
         }
-        html += "<tr data-event=\"updated\"><td>\(HTML.time(row.updatedAt))</td><td>last change</td><td>now \(row.state.rawValue)</td></tr>\n"
+        html +=
+            "<tr data-event=\"updated\"><td>\(HTML.time(row.updatedAt))</td><td>last change</td><td>now \(row.state.rawValue)</td></tr>\n"
         if attempts.count >= DownloadAttempt.keptPerTransaction {
-            html += "<tr><td colspan=\"3\" class=\"muted\">Only the last \(DownloadAttempt.keptPerTransaction) attempts are kept; the totals above count all.</td></tr>\n"
+            html +=
+                "<tr><td colspan=\"3\" class=\"muted\">Only the last \(DownloadAttempt.keptPerTransaction) attempts are kept; the totals above count all.</td></tr>\n"
         }
         return html + "</table>\n"
     }
@@ -115,7 +144,8 @@ extension ConsolePages {
             case .refused: detail = "refused"
             }
             if let error = call.lastError { detail += " — " + error }
-            html += "<tr data-call=\"\(call.kind.rawValue)\" data-status=\"\(call.status.rawValue)\"><th>\(name)</th><td>\(HTML.escape(detail))</td></tr>\n"
+            html +=
+                "<tr data-call=\"\(call.kind.rawValue)\" data-status=\"\(call.status.rawValue)\"><th>\(name)</th><td>\(HTML.escape(detail))</td></tr>\n"
         }
         if calls.isEmpty, row.finishedAt == nil { html += "<tr><th>Finish Transaction</th><td class=\"muted\">not queued</td></tr>\n" }
         return html
@@ -127,7 +157,8 @@ extension ConsolePages {
         let csrf = ConsoleResponse.csrfField(session)
         let reason = "<input name=\"reason\" required maxlength=\"\(ConsoleActions.maximumReasonLength)\" size=\"28\">"
         var html = "<h2>Actions</h2>\n<div class=\"actions\">\n"
-        html += "<form method=\"post\" action=\"\(base)/refulfil\" id=\"refulfil\">\(csrf)<p>Ask the App Store again about the stored proof.</p>"
+        html +=
+            "<form method=\"post\" action=\"\(base)/refulfil\" id=\"refulfil\">\(csrf)<p>Ask the App Store again about the stored proof.</p>"
         html += "<button type=\"submit\">Re-fulfil</button></form>\n"
         html += "<form method=\"post\" action=\"\(base)/revoke\" id=\"revoke\">\(csrf)<label>Reason \(reason)</label>"
         html += "<p><button type=\"submit\">Revoke purchase</button></p></form>\n"

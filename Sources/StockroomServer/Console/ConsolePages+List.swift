@@ -15,7 +15,9 @@ extension ConsolePages {
         let toText = parameters.get("to") ?? ""
         var state: FulfilmentState?
         if !stateText.isEmpty {
-            guard let parsed = FulfilmentState(rawValue: stateText) else { throw ConsoleError.badRequest("There is no state called \"\(stateText)\".") }
+            guard let parsed = FulfilmentState(rawValue: stateText) else {
+                throw ConsoleError.badRequest("There is no state called \"\(stateText)\".")
+            }
             state = parsed
         }
         guard product.utf8.count <= 200 else { throw ConsoleError.badRequest("A product ID is at most 200 bytes.") }
@@ -29,7 +31,8 @@ extension ConsolePages {
             }
             page = value
         }
-        let query = FulfilmentPageQuery(state: state, productID: product.isEmpty ? nil : product, from: from, to: to, page: page, pageSize: Self.pageSize)
+        let query = FulfilmentPageQuery(
+            state: state, productID: product.isEmpty ? nil : product, from: from, to: to, page: page, pageSize: Self.pageSize)
         let result = try await ledger.fulfilmentPage(query)
 
         let filters: [(String, String?)] = [("state", stateText), ("product", product), ("from", fromText), ("to", toText)]
@@ -48,14 +51,19 @@ extension ConsolePages {
         body += "<table id=\"fulfilments\"><tr><th>Transaction</th><th>Product</th><th>State</th><th class=\"num\">Attempts</th>"
         body += "<th class=\"num\">Bytes sent</th><th>Created</th><th>Updated</th></tr>\n"
         for row in result.rows {
-            body += "<tr data-transaction=\"\(HTML.escape(row.transactionID))\"><td><a href=\"/console/fulfilments/\(HTML.escape(row.transactionID))\">"
+            body +=
+                "<tr data-transaction=\"\(HTML.escape(row.transactionID))\"><td><a href=\"/console/fulfilments/\(HTML.escape(row.transactionID))\">"
             body += "\(HTML.escape(row.transactionID))</a></td><td>\(HTML.escape(row.productID))</td>"
-            body += "<td><span class=\"state state-\(row.state.rawValue)\">\(row.state.rawValue)</span></td><td class=\"num\">\(row.attempts)</td>"
-            body += "<td class=\"num\">\(HTML.bytes(row.bytesDelivered))</td><td>\(HTML.time(row.createdAt))</td><td>\(HTML.time(row.updatedAt))</td></tr>\n"
+            body +=
+                "<td><span class=\"state state-\(row.state.rawValue)\">\(row.state.rawValue)</span></td><td class=\"num\">\(row.attempts)</td>"
+            body +=
+                "<td class=\"num\">\(HTML.bytes(row.bytesDelivered))</td><td>\(HTML.time(row.createdAt))</td><td>\(HTML.time(row.updatedAt))</td></tr>\n"
         }
         if result.rows.isEmpty { body += "<tr><td colspan=\"7\" class=\"muted\">No fulfilments match.</td></tr>\n" }
         body += "</table>\n<p class=\"paging\">"
-        if page > 1 { body += "<a rel=\"prev\" href=\"/console/fulfilments\(HTML.query(filters + [("page", String(page - 1))]))\">← newer</a> " }
+        if page > 1 {
+            body += "<a rel=\"prev\" href=\"/console/fulfilments\(HTML.query(filters + [("page", String(page - 1))]))\">← newer</a> "
+        }
         if page < pages, page < FulfilmentPageQuery.maximumPage {
             body += "<a rel=\"next\" href=\"/console/fulfilments\(HTML.query(filters + [("page", String(page + 1))]))\">older →</a>"
         }

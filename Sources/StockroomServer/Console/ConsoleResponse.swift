@@ -18,7 +18,8 @@ struct ConsoleResponse: Sendable {
         html += "<header><a class=\"brand\" href=\"/console\">Stockroom</a>"
         if let session {
             html += "<nav><a href=\"/console\">Dashboard</a> <a href=\"/console/fulfilments\">Fulfilments</a></nav>"
-            html += "<form method=\"post\" action=\"/console/logout\" class=\"inline\">\(csrfField(session))<button type=\"submit\">Sign out</button></form>"
+            html +=
+                "<form method=\"post\" action=\"/console/logout\" class=\"inline\">\(csrfField(session))<button type=\"submit\">Sign out</button></form>"
         }
         html += "</header>\n<main>\n\(body)</main>\n</body>\n</html>\n"
         return ConsoleResponse(status: status, headers: securityHeaders(contentType: "text/html; charset=utf-8"), body: html)
@@ -29,7 +30,8 @@ struct ConsoleResponse: Sendable {
         var headers = securityHeaders(contentType: "text/html; charset=utf-8")
         headers[.location] = location
         for cookie in cookies { headers.append(HTTPField(name: .setCookie, value: cookie)) }
-        return ConsoleResponse(status: .seeOther, headers: headers, body: "<!DOCTYPE html>\n<a href=\"\(HTML.escape(location))\">Continue</a>\n")
+        return ConsoleResponse(
+            status: .seeOther, headers: headers, body: "<!DOCTYPE html>\n<a href=\"\(HTML.escape(location))\">Continue</a>\n")
     }
 
     /// The hidden field that carries the session's CSRF token in every form.

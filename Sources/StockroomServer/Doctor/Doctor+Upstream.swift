@@ -5,7 +5,7 @@ import StockroomSQLite
 import StockroomPostgres
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension Doctor {
@@ -41,13 +41,14 @@ extension Doctor {
         }
         // As long as serve would wait for a connection (--database-timeout, 5 s by default).
         let pool = PostgresPool(
-            address: address, poolSize: 1, checkoutTimeout: configuration.databaseTimeout, migrated: true, logger: Logger(label: "stockroom.doctor"))
+            address: address, poolSize: 1, checkoutTimeout: configuration.databaseTimeout, migrated: true,
+            logger: Logger(label: "stockroom.doctor"))
         do {
             let counts = try await pool.running { try await PostgresLedger(database: $0).stateCounts() }
             return Finding(check: "database", passed: true, detail: "\(address) answers (\(counts.values.reduce(0, +)) fulfilments)")
         } catch let error as LedgerUnavailable {
             return Finding(check: "database", passed: false, detail: "\(address) cannot be reached: \(error.reason)")
-        } catch where String(reflecting: error).contains("42P01") {
+        } catch  where String(reflecting: error).contains("42P01") {
             // undefined_table: reachable, not migrated yet; serve creates the tables at start.
             return Finding(check: "database", passed: true, detail: "\(address) answers; its tables are created when serve starts")
         } catch {
@@ -58,11 +59,15 @@ extension Doctor {
     func diskSpace() -> Finding {
         let folder = Self.folder(of: configuration.databaseLocation)
         var status = statvfs()
-        guard statvfs(folder, &status) == 0 else { return Finding(check: "disk space", passed: false, detail: "cannot read \(folder): errno \(errno)") }
+        guard statvfs(folder, &status) == 0 else {
+            return Finding(check: "disk space", passed: false, detail: "cannot read \(folder): errno \(errno)")
+        }
         let free = Int64(clamping: UInt64(status.f_bavail).multipliedReportingOverflow(by: UInt64(status.f_frsize)).partialValue)
         let megabytes = free >> 20
         guard free >= Self.minimumFreeBytes else {
-            return Finding(check: "disk space", passed: false, detail: "\(megabytes) MiB free for the ledger in \(folder); at least \(Self.minimumFreeBytes >> 20) MiB")
+            return Finding(
+                check: "disk space", passed: false,
+                detail: "\(megabytes) MiB free for the ledger in \(folder); at least \(Self.minimumFreeBytes >> 20) MiB")
         }
         return Finding(check: "disk space", passed: true, detail: "\(megabytes) MiB free for the ledger in \(folder)")
     }
@@ -91,7 +96,9 @@ extension Doctor {
         do {
             // An empty request: any verifyReceipt answers it with a status (21000), and a Date.
             response = try await transport.send(
-                UpstreamRequest(method: .post, url: base, headers: [("Content-Type", "application/json")], body: Array("{}".utf8), timeout: .seconds(10)))
+                UpstreamRequest(
+                    method: .post, url: base, headers: [("Content-Type", "application/json")], body: Array("{}".utf8), timeout: .seconds(10)
+                ))
         } catch {
             return [
                 Finding(check: "upstream", passed: false, detail: "\(base) cannot be reached: \(error)"),
@@ -115,7 +122,9 @@ extension Doctor {
         let skew = now().timeIntervalSince(theirs)
         let detail = String(format: "%+.0f s from the upstream's clock", skew)
         guard abs(skew) <= Self.maximumClockSkew else {
-            return Finding(check: "clock", passed: false, detail: "\(detail); at most \(Int(Self.maximumClockSkew)) s (tokens and JWS dates depend on it)")
+            return Finding(
+                check: "clock", passed: false,
+                detail: "\(detail); at most \(Int(Self.maximumClockSkew)) s (tokens and JWS dates depend on it)")
         }
         return Finding(check: "clock", passed: true, detail: detail)
     }

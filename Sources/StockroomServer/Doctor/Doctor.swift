@@ -68,9 +68,16 @@ public struct Doctor: Sendable {
                 let jail = try ContentJail(folder: configuration.contentFolder)
                 return try CatalogLoader(catalogFolder: configuration.catalogFolder, jail: jail, digests: DigestCache(file: nil)).load()
             }
-            return (Finding(check: "catalogue", passed: true, detail: "\(catalog.products.count) product\(catalog.products.count == 1 ? "" : "s"), version \(catalog.version)"), catalog)
+            return (
+                Finding(
+                    check: "catalogue", passed: true,
+                    detail: "\(catalog.products.count) product\(catalog.products.count == 1 ? "" : "s"), version \(catalog.version)"),
+                catalog
+            )
         } catch let error as CatalogError {
-            return (Finding(check: "catalogue", passed: false, detail: error.description.split(separator: "\n").joined(separator: "; ")), nil)
+            return (
+                Finding(check: "catalogue", passed: false, detail: error.description.split(separator: "\n").joined(separator: "; ")), nil
+            )
         } catch {
             return (Finding(check: "catalogue", passed: false, detail: "the content folder: \(error)"), nil)
         }
@@ -81,18 +88,23 @@ public struct Doctor: Sendable {
     func bucket() async -> Finding {
         let objects: ObjectContent?
         do {
-            objects = try await ObjectContent.open(configuration, logger: Logger(label: "stockroom.doctor", factory: { _ in SwiftLogNoOpLogHandler() }))
+            objects = try await ObjectContent.open(
+                configuration, logger: Logger(label: "stockroom.doctor", factory: { _ in SwiftLogNoOpLogHandler() }))
         } catch StartupError.objectStorage(let detail) {
             return Finding(check: "object storage", passed: false, detail: detail)
         } catch {
             return Finding(check: "object storage", passed: false, detail: error.description)
         }
-        guard let objects else { return Finding(check: "object storage", passed: false, detail: "--catalog in a bucket needs --content in a bucket") }
+        guard let objects else {
+            return Finding(check: "object storage", passed: false, detail: "--catalog in a bucket needs --content in a bucket")
+        }
         let origin = objects.client.settings.base(bucket: objects.location.bucket).origin
         let store = "\(objects.location) at \(origin), region \(objects.client.settings.region), \(objects.client.settings.credentials)"
         switch await objects.loader.check() {
         case .success(let count):
-            return Finding(check: "object storage", passed: true, detail: "\(store): the bucket and all \(count) products' objects answer a signed HEAD")
+            return Finding(
+                check: "object storage", passed: true,
+                detail: "\(store): the bucket and all \(count) products' objects answer a signed HEAD")
         case .failure(let error):
             return Finding(check: "object storage", passed: false, detail: "\(store): " + error.problems.joined(separator: "; "))
         }
@@ -111,7 +123,10 @@ public struct Doctor: Sendable {
             return [Finding(check: "trust roots", passed: true, detail: "the built-in simulator signs with its own root (a test tool)")]
         case .url:
             guard !trustRootFiles.isEmpty else {
-                return [Finding(check: "trust roots", passed: false, detail: "--upstream URL needs --trust-root: no signed transaction can verify")]
+                return [
+                    Finding(
+                        check: "trust roots", passed: false, detail: "--upstream URL needs --trust-root: no signed transaction can verify")
+                ]
             }
             return trustRootFiles.map { path in
                 guard let pem = FileManager.default.contents(atPath: path) else {
@@ -131,9 +146,13 @@ public struct Doctor: Sendable {
         let parts = [configuration.appStoreKeyPath, configuration.appStoreKeyID, configuration.appStoreIssuerID]
         guard let path = parts[0], parts[1] != nil, parts[2] != nil else {
             if parts.contains(where: { $0 != nil }) {
-                return Finding(check: "Server API key", passed: false, detail: "give all three of --app-store-key, --app-store-key-id and --app-store-issuer-id")
+                return Finding(
+                    check: "Server API key", passed: false,
+                    detail: "give all three of --app-store-key, --app-store-key-id and --app-store-issuer-id")
             }
-            return Finding(check: "Server API key", passed: true, detail: "none: signed transactions are checked by signature only, refunds by notification")
+            return Finding(
+                check: "Server API key", passed: true,
+                detail: "none: signed transactions are checked by signature only, refunds by notification")
         }
         guard let pem = FileManager.default.contents(atPath: path) else {
             return Finding(check: "Server API key", passed: false, detail: "\(path) cannot be read")
@@ -154,7 +173,8 @@ public struct Doctor: Sendable {
         guard renewing == 0 else {
             return Finding(
                 check: "shared secret", passed: false,
-                detail: "the catalogue sells \(renewing) auto-renewable subscription(s) and receipts are accepted: set STOCKROOM_SHARED_SECRET")
+                detail:
+                    "the catalogue sells \(renewing) auto-renewable subscription(s) and receipts are accepted: set STOCKROOM_SHARED_SECRET")
         }
         return Finding(check: "shared secret", passed: true, detail: "not set, and not needed: no auto-renewable subscriptions")
     }

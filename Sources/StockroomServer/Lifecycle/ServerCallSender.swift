@@ -30,7 +30,8 @@ public struct ServerCallSender: Service, CustomStringConvertible {
     public var description: String { "ServerCallSender" }
 
     init(
-        ledger: any Ledger, client: AppStoreServerAPIClient, catalog: CatalogStore, refundPreference: ConsumptionInformation.RefundPreference?,
+        ledger: any Ledger, client: AppStoreServerAPIClient, catalog: CatalogStore,
+        refundPreference: ConsumptionInformation.RefundPreference?,
         interval: Duration, logger: Logger
     ) {
         self.ledger = ledger
@@ -92,9 +93,12 @@ public struct ServerCallSender: Service, CustomStringConvertible {
             let kept = try? await ledger.pendingProofs(keptUnder: call.transactionID, limit: PendingProof.perTransaction)
             let pending = kept?.contains { $0.status == .pending } ?? false
             let answer = ConsumptionAnswer.build(
-                row: row, pendingProof: pending, product: row.flatMap { catalog.catalog.product(id: $0.productID) }, refundPreference: refundPreference,
+                row: row, pendingProof: pending, product: row.flatMap { catalog.catalog.product(id: $0.productID) },
+                refundPreference: refundPreference,
                 contentHandedOff: contentHandedOff)
-            guard answer.customerConsented else { return (.refused(status: 0, errorCode: nil, reason: "no customer consent on record"), nil) }
+            guard answer.customerConsented else {
+                return (.refused(status: 0, errorCode: nil, reason: "no customer consent on record"), nil)
+            }
             let body = (try? JSONEncoder.sorted.encode(answer)).map { String(decoding: $0, as: UTF8.self) }
             return (await client.sendConsumptionInformation(call.transactionID, environment: call.environment, answer), body)
         }
@@ -109,7 +113,9 @@ public struct ServerCallSender: Service, CustomStringConvertible {
         case .refused(let status, let code, let reason):
             return .refused(error: "refused (HTTP \(status)\(code.map { ", \($0)" } ?? "")): \(reason)")
         case .retryLater(let reason, let after):
-            guard call.attempts + 1 < Self.maximumAttempts else { return .refused(error: "given up after \(Self.maximumAttempts) tries: \(reason)") }
+            guard call.attempts + 1 < Self.maximumAttempts else {
+                return .refused(error: "given up after \(Self.maximumAttempts) tries: \(reason)")
+            }
             let wait = ServerCall.backoff(afterAttempts: call.attempts + 1, retryAfter: after)
             return .retry(error: reason, retryAt: Date().addingTimeInterval(Double(wait.components.seconds)))
         }
@@ -119,8 +125,12 @@ public struct ServerCallSender: Service, CustomStringConvertible {
         let metadata: Logger.Metadata = ["call": .string(call.kind.rawValue), "transaction": .string(call.transactionID)]
         switch result {
         case .sent: logger.info("App Store Server API call made", metadata: metadata)
-        case .retry(let error, let at): logger.notice("App Store Server API call deferred", metadata: metadata.merging(["error": .string(error), "retryAt": .string(at.ISO8601Format())]) { $1 })
-        case .refused(let error): logger.warning("App Store Server API call refused", metadata: metadata.merging(["error": .string(error)]) { $1 })
+        case .retry(let error, let at):
+            logger.notice(
+                "App Store Server API call deferred",
+                metadata: metadata.merging(["error": .string(error), "retryAt": .string(at.ISO8601Format())]) { $1 })
+        case .refused(let error):
+            logger.warning("App Store Server API call refused", metadata: metadata.merging(["error": .string(error)]) { $1 })
         }
     }
 }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The process's open-file limit (`RLIMIT_NOFILE`), raised at start from the soft limit to the
@@ -42,9 +42,9 @@ public struct DescriptorLimit: Sendable, Equatable {
     }
 
     #if canImport(Glibc)
-    private static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        private static let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
     #else
-    private static let resource = RLIMIT_NOFILE
+        private static let resource = RLIMIT_NOFILE
     #endif
 
     private static func clamp(_ value: rlim_t) -> Int {

@@ -28,7 +28,8 @@ struct LimitedHTTP1Channel: ServerChildChannel {
         http1 = HTTP1Channel(
             responder: responder,
             configuration: .init(
-                additionalChannelHandlers: [RequestHeadSignal()] + (body.map { [BodyDeadlineHandler(timeout: $0, minimumRate: rate)] } ?? []),
+                additionalChannelHandlers: [RequestHeadSignal()]
+                    + (body.map { [BodyDeadlineHandler(timeout: $0, minimumRate: rate)] } ?? []),
                 idleTimeout: nil))
     }
 
@@ -53,7 +54,8 @@ struct LimitedHTTP1Channel: ServerChildChannel {
             // written through it (a file's sendfile regions) as it counts any other.
             try pipeline.addHandler(DirectBodyHandler(), position: .first)
             if limits.sendTimeout > .zero, limits.minimumSendRate > 0 {
-                try pipeline.addHandler(SendRateHandler(window: TimeAmount(limits.sendTimeout), minimumRate: limits.minimumSendRate), position: .first)
+                try pipeline.addHandler(
+                    SendRateHandler(window: TimeAmount(limits.sendTimeout), minimumRate: limits.minimumSendRate), position: .first)
             }
         }.flatMap {
             http1.setup(channel: channel, logger: logger)

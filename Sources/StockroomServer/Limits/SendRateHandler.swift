@@ -87,14 +87,14 @@ final class SendRateHandler: ChannelOutboundHandler, RemovableChannelHandler {
     /// on the event loop, where `getsockopt` answers at once.
     private static func acknowledged(_ channel: any Channel, _ body: @escaping (UInt64?) -> Void) {
         #if os(Linux)
-        guard let socket = channel as? any SocketOptionProvider else { return body(nil) }
-        let info: EventLoopFuture<TCPInfoHead> = socket.unsafeGetSocketOption(level: .tcp, name: .tcp_info)
-        info.assumeIsolated().whenComplete { result in
-            guard case .success(let head) = result, head.bytesAcknowledged > 0 else { return body(nil) }
-            body(head.bytesAcknowledged)
-        }
+            guard let socket = channel as? any SocketOptionProvider else { return body(nil) }
+            let info: EventLoopFuture<TCPInfoHead> = socket.unsafeGetSocketOption(level: .tcp, name: .tcp_info)
+            info.assumeIsolated().whenComplete { result in
+                guard case .success(let head) = result, head.bytesAcknowledged > 0 else { return body(nil) }
+                body(head.bytesAcknowledged)
+            }
         #else
-        body(nil)
+            body(nil)
         #endif
     }
 }
@@ -102,8 +102,9 @@ final class SendRateHandler: ChannelOutboundHandler, RemovableChannelHandler {
 /// The first 128 bytes of Linux's `struct tcp_info` (`linux/tcp.h`; Glibc's copy of the struct
 /// stops before the field read here). The kernel fills what it has and leaves the rest zero.
 private struct TCPInfoHead: Sendable {
-    private var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    private var words:
+        (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
     /// `tcpi_bytes_acked`, at byte 120 since Linux 4.1 (the ABI only grows at its end); zero
     /// when the kernel is older.

@@ -7,7 +7,9 @@ struct TrustedProxyMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
     let proxies: TrustedProxies
 
-    func handle(_ request: Request, context: AppRequestContext, next: (Request, AppRequestContext) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: AppRequestContext, next: (Request, AppRequestContext) async throws -> Response) async throws
+        -> Response
+    {
         var context = context
         context.trustedProxies = proxies
         return try await next(request, context)

@@ -20,7 +20,9 @@ public final class UpstreamRateLimiter: Sendable {
     }
 
     /// `now` is a monotonic clock as time since any fixed origin; tests inject their own.
-    public init(rate: UpstreamRate, maximumAddresses: Int = 65_536, now: @escaping @Sendable () -> Duration = UpstreamRateLimiter.monotonicNow) {
+    public init(
+        rate: UpstreamRate, maximumAddresses: Int = 65_536, now: @escaping @Sendable () -> Duration = UpstreamRateLimiter.monotonicNow
+    ) {
         self.rate = rate
         self.maximumAddresses = max(16, maximumAddresses)
         self.now = now

@@ -26,14 +26,17 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             // fault, and the connection cannot be trusted to carry another request.
             context.logger.debug("malformed request framing", metadata: ["error": "\(error)"])
             return ErrorBody.response(
-                status: .badRequest, code: "bad_request", message: "The request's HTTP framing is malformed.", headers: [.connection: "close"])
+                status: .badRequest, code: "bad_request", message: "The request's HTTP framing is malformed.",
+                headers: [.connection: "close"])
         } catch let error as ChannelError where error == .ioOnClosedChannel || error == .eof || error == .inputClosed {
             // The client went away, or a limit closed its connection: nothing to answer, nothing wrong here.
             context.logger.debug("client connection closed during the request", metadata: ["error": "\(error)"])
             throw error
         } catch {
             context.logger.error("unhandled error", metadata: ["error": "\(String(reflecting: error))"])
-            return ErrorBody.response(status: .internalServerError, code: "internal_error", message: "Internal server error; the request id is in the X-Request-Id header.")
+            return ErrorBody.response(
+                status: .internalServerError, code: "internal_error",
+                message: "Internal server error; the request id is in the X-Request-Id header.")
         }
     }
 

@@ -18,7 +18,8 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
                 "method": .string(request.method.rawValue),
                 "path": .string(request.uri.path),
                 "status": .stringConvertible(response.status.code),
-                "duration_us": .stringConvertible(elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000),
+                "duration_us": .stringConvertible(
+                    elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000),
             ])
         return response
     }

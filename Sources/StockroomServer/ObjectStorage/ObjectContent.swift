@@ -19,7 +19,8 @@ struct ObjectContent: Sendable {
                 }
                 if configuration.contentDelivery == .redirect {
                     throw StartupError.objectStorage(
-                        "--content-delivery redirect needs content in a bucket (--content s3://BUCKET/PREFIX); a folder is streamed, or sent by nginx with --offload")
+                        "--content-delivery redirect needs content in a bucket (--content s3://BUCKET/PREFIX); a folder is streamed, or sent by nginx with --offload"
+                    )
                 }
                 return nil
             }
@@ -35,7 +36,8 @@ struct ObjectContent: Sendable {
             throw .objectStorage("--content \(location) needs the store's settings (--s3-endpoint, --s3-region) and credentials")
         }
         if configuration.offload != nil {
-            throw .objectStorage("--offload x-accel-redirect serves a local folder; with content in a bucket use --content-delivery redirect or stream")
+            throw .objectStorage(
+                "--offload x-accel-redirect serves a local folder; with content in a bucket use --content-delivery redirect or stream")
         }
         let client = S3Client(settings: settings, bucket: location.bucket)
         try await check(client, what: "--content \(location)")
@@ -46,7 +48,9 @@ struct ObjectContent: Sendable {
         do {
             if let catalog = try ObjectLocation(parsing: configuration.catalogFolder) {
                 let key = String(catalog.prefix.dropLast())
-                guard !key.isEmpty else { throw StartupError.objectStorage("--catalog s3://BUCKET/KEY must name the products.json object, not a bucket") }
+                guard !key.isEmpty else {
+                    throw StartupError.objectStorage("--catalog s3://BUCKET/KEY must name the products.json object, not a bucket")
+                }
                 let catalogClient = catalog.bucket == location.bucket ? client : S3Client(settings: settings, bucket: catalog.bucket)
                 if catalogClient !== client { try await check(catalogClient, what: "--catalog \(configuration.catalogFolder)") }
                 place = .object(catalogClient, key: key)
@@ -69,7 +73,8 @@ struct ObjectContent: Sendable {
             ])
         return ObjectContent(
             client: client, location: location,
-            loader: ObjectCatalogLoader(catalog: place, content: client, location: location, digests: DigestCache(file: configuration.digestCachePath)))
+            loader: ObjectCatalogLoader(
+                catalog: place, content: client, location: location, digests: DigestCache(file: configuration.digestCachePath)))
     }
 
     /// A signed `HEAD` of the bucket: refuses start-up with what is wrong.

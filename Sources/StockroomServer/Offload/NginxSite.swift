@@ -33,7 +33,8 @@ public struct NginxSite: Sendable, Equatable {
         listen: String, stockroom: String, contentFolder: String, offloadPrefix: String = ContentOffload.defaultPrefix,
         report: OffloadReportAddress = .default, tls: TLSFiles? = nil
     ) throws(NginxSiteError) {
-        try self.init(listen: listen, stockrooms: [stockroom], contentFolder: contentFolder, offloadPrefix: offloadPrefix, report: report, tls: tls)
+        try self.init(
+            listen: listen, stockrooms: [stockroom], contentFolder: contentFolder, offloadPrefix: offloadPrefix, report: report, tls: tls)
     }
 
     /// The same for several instances sharing one ledger (PostgreSQL): nginx balances over them,

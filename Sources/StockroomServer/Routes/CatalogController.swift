@@ -33,7 +33,8 @@ struct CatalogController<Context: RequestContext> {
         if let ifNoneMatch = request.headers[.ifNoneMatch], EntityTag.list(ifNoneMatch, matches: etag) {
             return Response(status: .notModified, headers: CatalogAnswer.fields(etag: etag))
         }
-        return Response(status: .ok, headers: CatalogAnswer.fields(etag: etag, length: body.count), body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        return Response(
+            status: .ok, headers: CatalogAnswer.fields(etag: etag, length: body.count), body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 }
 

@@ -41,7 +41,8 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
         let prepared = try await prepare(product)
         let claim = try await entitlements.claim(
             ClaimRequest(
-                productID: product.productId, transactionID: input.transactionID, originalTransactionID: input.originalTransactionID, proof: input.proof,
+                productID: product.productId, transactionID: input.transactionID, originalTransactionID: input.originalTransactionID,
+                proof: input.proof,
                 appAccountToken: input.appAccountToken, client: context.clientAddress(of: request), customerConsented: input.consent))
         switch claim {
         case .entitled(let row, let token):
@@ -78,7 +79,8 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
         let slot = try acquireSlot(purchase: purchase ?? transactionID, request: request, context: context)
         let row = try await entitlements.resume(transactionID, bearer: bearer).orRefuse()
         return try await stream(
-            row, product: product, prepared: prepared, head: request.head, token: nil, tokenExpiry: bearer.flatMap(entitlements.expiry(of:)), slot: slot,
+            row, product: product, prepared: prepared, head: request.head, token: nil,
+            tokenExpiry: bearer.flatMap(entitlements.expiry(of:)), slot: slot,
             context: context)
     }
 
@@ -116,7 +118,9 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
     /// authorising takes no slot (nil).
     private func acquireSlot(purchase: String, request: Request, context: Context) throws(DownloadError) -> DownloadSlot? {
         guard !handsOff else { return nil }
-        guard let slot = slots.acquire(purchase: purchase, client: context.clientAddress(of: request)) else { throw .busy(retryAfter: .seconds(5)) }
+        guard let slot = slots.acquire(purchase: purchase, client: context.clientAddress(of: request)) else {
+            throw .busy(retryAfter: .seconds(5))
+        }
         return slot
     }
 
@@ -131,7 +135,8 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
     }
 
     private func stream(
-        _ row: Fulfilment, product: Product, prepared: PreparedContent?, head: HTTPRequest?, token: String?, tokenExpiry: Date?, slot: DownloadSlot?,
+        _ row: Fulfilment, product: Product, prepared: PreparedContent?, head: HTTPRequest?, token: String?, tokenExpiry: Date?,
+        slot: DownloadSlot?,
         context: Context
     ) async throws -> Response {
         let resumable = "/v1/downloads/\(row.transactionID)/content"

@@ -56,7 +56,8 @@ struct DownloadRequest: Sendable {
                 throw .badRequest("signedTransaction is not a compact JWS.")
             }
             return DownloadRequest(
-                productID: productID, transactionID: body.transactionId, originalTransactionID: body.originalTransactionId, proof: .signedTransaction(jws),
+                productID: productID, transactionID: body.transactionId, originalTransactionID: body.originalTransactionId,
+                proof: .signedTransaction(jws),
                 appAccountToken: body.appAccountToken, consent: body.consent)
         case (.some(let receipt), nil):
             // Only the alphabet here: the entitlement component decodes it once, as a receipt.
@@ -64,7 +65,8 @@ struct DownloadRequest: Sendable {
                 throw .badRequest("receiptData is not base64.")
             }
             return DownloadRequest(
-                productID: productID, transactionID: body.transactionId, originalTransactionID: body.originalTransactionId, proof: .receipt(receipt),
+                productID: productID, transactionID: body.transactionId, originalTransactionID: body.originalTransactionId,
+                proof: .receipt(receipt),
                 appAccountToken: body.appAccountToken, consent: body.consent)
         }
     }

@@ -30,7 +30,8 @@ struct NotificationController<Context: RequestContext> {
             context.logger.info("App Store notification", metadata: ["effect": .string(effect)])
         }
         return Response(
-            status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(data: OperatorJSON.data(["status": status]))))
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(data: OperatorJSON.data(["status": status]))))
     }
 }
 

@@ -42,7 +42,8 @@ struct RestoreController<Context: ClientAddressContext> {
         }
         let products = order.compactMap { newest[$0] }.map { purchase in
             let id = purchase.fulfilment.transactionID
-            return RestoredProduct(productId: purchase.fulfilment.productID, transactionId: id, token: purchase.token, location: "/v1/downloads/\(id)/content")
+            return RestoredProduct(
+                productId: purchase.fulfilment.productID, transactionId: id, token: purchase.token, location: "/v1/downloads/\(id)/content")
         }
         let data = OperatorJSON.data(["products": products])
         return Response(

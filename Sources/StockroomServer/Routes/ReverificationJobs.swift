@@ -117,16 +117,28 @@ final class ReverificationJobs: Service, Sendable, CustomStringConvertible {
     }
 
     private func perform(_ id: String) async {
-        guard let job = update(id, { $0.phase = .running; $0.startedAt = Date() }) else { return }
+        guard
+            let job = update(
+                id,
+                {
+                    $0.phase = .running; $0.startedAt = Date()
+                })
+        else { return }
         do {
             let outcomes = try await entitlements.refulfilPending(dryRun: job.dryRun) { done, total in
-                self.update(id) { $0.done = done; $0.total = total }
+                self.update(id) {
+                    $0.done = done; $0.total = total
+                }
             }
-            update(id) { $0.phase = .done; $0.results = outcomes; $0.done = outcomes.count; $0.finishedAt = Date() }
+            update(id) {
+                $0.phase = .done; $0.results = outcomes; $0.done = outcomes.count; $0.finishedAt = Date()
+            }
             logger.notice("pending proofs re-fulfilled", metadata: ["job": .string(id), "proofs": .stringConvertible(outcomes.count)])
         } catch {
             let reason = Task.isCancelled ? "stopped: the server was stopping" : "\(error)"
-            update(id) { $0.phase = .failed; $0.error = reason; $0.finishedAt = Date() }
+            update(id) {
+                $0.phase = .failed; $0.error = reason; $0.finishedAt = Date()
+            }
             logger.warning("re-fulfilling pending proofs failed", metadata: ["job": .string(id), "error": .string(reason)])
         }
     }

@@ -44,16 +44,18 @@ public struct TestLedger: Sendable {
         case .sqlite:
             let folder = try TemporaryFolder()
             let ledger = SQLiteLedger(database: try SQLiteDatabase(path: folder.path + "/ledger.sqlite"), finishOn: finishOn)
-            let value = try await body(TestLedger(engine: engine, ledger: ledger) { sql in
-                try await ledger.database.writer.write { db in try db.execute(sql: sql) }
-            })
+            let value = try await body(
+                TestLedger(engine: engine, ledger: ledger) { sql in
+                    try await ledger.database.writer.write { db in try db.execute(sql: sql) }
+                })
             withExtendedLifetime(folder) {}
             return value
         case .postgres:
             return try await ScratchPostgres.withLedger(finishOn: finishOn) { ledger in
-                try await body(TestLedger(engine: engine, ledger: ledger) { sql in
-                    _ = try await ledger.database.client.query(PostgresQuery(unsafeSQL: sql)).collect()
-                })
+                try await body(
+                    TestLedger(engine: engine, ledger: ledger) { sql in
+                        _ = try await ledger.database.client.query(PostgresQuery(unsafeSQL: sql)).collect()
+                    })
             }
         }
     }
@@ -65,7 +67,8 @@ public struct TestLedger: Sendable {
         case let sqlite as SQLiteLedger:
             return try await body(SQLiteLedger(database: try SQLiteDatabase(path: sqlite.database.writer.path)))
         case let postgres as PostgresLedger:
-            let pool = PostgresPool(address: postgres.database.address, poolSize: 4, checkoutTimeout: .seconds(30), logger: ScratchPostgres.quiet)
+            let pool = PostgresPool(
+                address: postgres.database.address, poolSize: 4, checkoutTimeout: .seconds(30), logger: ScratchPostgres.quiet)
             return try await pool.running { database in
                 try await body(PostgresLedger(database: database))
             }

@@ -20,7 +20,9 @@ public enum ScratchPostgres {
     public static func cluster() throws -> PostgresAddress {
         guard let url = ProcessInfo.processInfo.environment[variable], !url.isEmpty else {
             throw Unavailable(
-                description: "\(variable) is not set: this PostgreSQL case needs a cluster. Run `export \(variable)=$(.ci/postgres start)` (make test does it)")
+                description:
+                    "\(variable) is not set: this PostgreSQL case needs a cluster. Run `export \(variable)=$(.ci/postgres start)` (make test does it)"
+            )
         }
         do {
             return try PostgresAddress(url: url)

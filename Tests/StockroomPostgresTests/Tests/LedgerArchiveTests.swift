@@ -13,18 +13,21 @@ import Testing
     /// (never seen before its refund), a pending proof, a notification.
     static func populate(_ ledger: any Ledger) async throws {
         let proof = VerifiedProof(
-            transactionID: "1", originalTransactionID: "1", productID: "com.example.book", bundleID: "com.example.app", environment: .production,
+            transactionID: "1", originalTransactionID: "1", productID: "com.example.book", bundleID: "com.example.app",
+            environment: .production,
             expiresAt: nil, revokedAt: nil, appAccountToken: nil, kind: .receipt, proof: "cmVjZWlwdA==")
         _ = try await ledger.claim(proof, terms: .reverification, now: now)
         try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...9, bytesSent: 10, complete: true), fileSize: 10, now: Date())
-        let refunded = RevokedPurchase(transactionID: "7", originalTransactionID: "7", productID: "com.example.book", bundleID: "b", environment: .sandbox)
+        let refunded = RevokedPurchase(
+            transactionID: "7", originalTransactionID: "7", productID: "com.example.book", bundleID: "b", environment: .sandbox)
         _ = try await ledger.revoke(refunded, cause: .refund, reason: "refund", now: now)
         let draft = PendingProofDraft(
             transactionID: "9", digest: VerifiedProof.digest(of: "p"), kind: .receipt, proof: "p", requestedProductID: "com.example.book",
             appAccountToken: nil, error: "down")
         #expect(try await ledger.keepPendingProof(draft, now: now))
         let notification = NotificationRecord(
-            uuid: "n-1", type: "REFUND", subtype: nil, transactionID: "7", originalTransactionID: "7", signedPayload: "a.b.c", source: "push")
+            uuid: "n-1", type: "REFUND", subtype: nil, transactionID: "7", originalTransactionID: "7", signedPayload: "a.b.c",
+            source: "push")
         #expect(try await ledger.recordNotification(notification, outcome: "revoked", now: now))
         #expect(try await ledger.queueConsumptionAnswer("1", environment: .production, requestedBy: "n-2", now: now) == .skippedNoConsent)
     }
@@ -57,7 +60,9 @@ import Testing
             uuid: "n", type: "REFUND", subtype: nil, transactionID: nil, originalTransactionID: nil, outcome: "x", receivedAt: Self.now)
         var archive = LedgerArchive()
         archive.notifications = [notification, notification]
-        archive.attempts = [DownloadAttempt(id: 1, transactionID: "404", rangeStart: nil, rangeEnd: nil, bytes: 1, outcome: .complete, at: Self.now)]
+        archive.attempts = [
+            DownloadAttempt(id: 1, transactionID: "404", rangeStart: nil, rangeEnd: nil, bytes: 1, outcome: .complete, at: Self.now)
+        ]
         #expect(archive.problems == ["download attempt 1: no transaction 404", "notifications: a UUID is recorded twice"])
         #expect(throws: LedgerArchive.Malformed.self) { try LedgerArchive(jsonLines: Data(#"{"table": "gifts", "row": {}}"#.utf8)) }
     }

@@ -108,7 +108,9 @@ import Testing
     /// A call that checked out its connection and then never answers (its statement's cancellation is
     /// not heard either): why it was answered, how long that took, and whether its connection
     /// was cut once, just after the answer.
-    static func stuckCall(callTimeout: Duration, isClosed: @escaping @Sendable () -> Bool) async -> (reason: String?, took: Duration, cut: Bool) {
+    static func stuckCall(callTimeout: Duration, isClosed: @escaping @Sendable () -> Bool) async -> (
+        reason: String?, took: Duration, cut: Bool
+    ) {
         let cut = Count()
         let start = ContinuousClock.now
         let error = await #expect(throws: LedgerUnavailable.self) {
@@ -141,11 +143,13 @@ import Testing
     @Test func aCallThatAnsweredInTimeIsNeverCut() async throws {
         let cut = Count()
         for index in 0..<200 {
-            let value = try await PooledCall<Int>.answer(within: .seconds(30), callTimeout: .seconds(1), { call in
-                guard call.checkout(cutting: { cut.add() }, isClosed: { true }) else { throw CancellationError() }
-                defer { call.release() }
-                return index
-            })
+            let value = try await PooledCall<Int>.answer(
+                within: .seconds(30), callTimeout: .seconds(1),
+                { call in
+                    guard call.checkout(cutting: { cut.add() }, isClosed: { true }) else { throw CancellationError() }
+                    defer { call.release() }
+                    return index
+                })
             #expect(value == index)
         }
         try await Task.sleep(for: .milliseconds(1_500))  // every call's deadline, and its first check of its connection, has passed

@@ -22,7 +22,9 @@ import Testing
             #expect(applied.flatMap { $0 }.sorted() == Array(1...7), "each migration applied by exactly one instance")
             #expect(try await PostgresPool.migrate(address: address, logger: ScratchPostgres.quiet).isEmpty)
             let versions = try await Self.pool(address).running { database in
-                try await database.client.query("SELECT version FROM schema_migrations ORDER BY version").decode(Int.self).reduce(into: [Int]()) { $0.append($1) }
+                try await database.client.query("SELECT version FROM schema_migrations ORDER BY version").decode(Int.self).reduce(
+                    into: [Int]()
+                ) { $0.append($1) }
             }
             #expect(versions == Array(1...7))
         }
@@ -32,7 +34,9 @@ import Testing
         try await ScratchPostgres.withDatabase { address in
             try await PostgresPool.migrate(address: address, logger: ScratchPostgres.quiet)
             try await ScratchPostgres.admin(address, "INSERT INTO schema_migrations (version, name) VALUES (99, 'v99: from the future')")
-            let error = await #expect(throws: (any Error).self) { try await PostgresPool.migrate(address: address, logger: ScratchPostgres.quiet) }
+            let error = await #expect(throws: (any Error).self) {
+                try await PostgresPool.migrate(address: address, logger: ScratchPostgres.quiet)
+            }
             #expect("\(error.map(String.init(describing:)) ?? "")".contains("version 99"))
         }
     }
@@ -46,7 +50,8 @@ import Testing
             let first = await #expect(throws: LedgerUnavailable.self) { try await ledger.fulfilment("1") }
             let second = await #expect(throws: LedgerUnavailable.self) {
                 try await ledger.recordNotification(
-                    NotificationRecord(uuid: "u", type: "REFUND", subtype: nil, transactionID: nil, originalTransactionID: nil), outcome: "x", now: Date())
+                    NotificationRecord(uuid: "u", type: "REFUND", subtype: nil, transactionID: nil, originalTransactionID: nil),
+                    outcome: "x", now: Date())
             }
             // Each gave up when its wait for a connection ran out, not on some later failure.
             #expect(first?.reason == "no database connection within 0.5 seconds")
@@ -90,7 +95,8 @@ import Testing
             var proxied = address
             proxied.host = "127.0.0.1"
             proxied.port = proxy.port
-            let pool = PostgresPool(address: proxied, poolSize: 2, checkoutTimeout: .seconds(5), callTimeout: .seconds(1), logger: ScratchPostgres.quiet)
+            let pool = PostgresPool(
+                address: proxied, poolSize: 2, checkoutTimeout: .seconds(5), callTimeout: .seconds(1), logger: ScratchPostgres.quiet)
             try await pool.running { database in
                 let ledger = PostgresLedger(database: database)
                 #expect(try await ledger.notificationSeen("u") == false, "connected, migrated")
@@ -99,7 +105,8 @@ import Testing
                 let started = ContinuousClock.now
                 let error = await #expect(throws: LedgerUnavailable.self) {
                     try await ledger.recordNotification(
-                        NotificationRecord(uuid: "u", type: "REFUND", subtype: nil, transactionID: nil, originalTransactionID: nil), outcome: "x",
+                        NotificationRecord(uuid: "u", type: "REFUND", subtype: nil, transactionID: nil, originalTransactionID: nil),
+                        outcome: "x",
                         now: Date())
                 }
                 #expect(error?.reason == "no answer from the database within 1.0 seconds")
@@ -118,7 +125,9 @@ import Testing
                 #expect(proxy.connections > connections)
             }
             // Straight to the database, past the proxy: the cut write is not there either.
-            let landed = try await Self.pool(address).running { database in try await PostgresLedger(database: database).notificationSeen("u") }
+            let landed = try await Self.pool(address).running { database in
+                try await PostgresLedger(database: database).notificationSeen("u")
+            }
             #expect(landed == false)
         }
     }
@@ -131,7 +140,8 @@ import Testing
         let cluster = try ScratchPostgres.cluster()
         try await ScratchPostgres.withDatabase { address in
             // The call's own deadline is far off: only the cut connections' closing can pass.
-            let pool = PostgresPool(address: address, poolSize: 4, checkoutTimeout: .seconds(5), callTimeout: .seconds(600), logger: ScratchPostgres.quiet)
+            let pool = PostgresPool(
+                address: address, poolSize: 4, checkoutTimeout: .seconds(5), callTimeout: .seconds(600), logger: ScratchPostgres.quiet)
             try await pool.running { database in
                 let ledger = PostgresLedger(database: database)
                 _ = try await ledger.notificationSeen("warm")
@@ -142,16 +152,19 @@ import Testing
                                 group.addTask {
                                     for call in 0..<8 {
                                         let record = NotificationRecord(
-                                            uuid: "\(round)-\(task)-\(call)", type: "REFUND", subtype: nil, transactionID: "t\(task)", originalTransactionID: "o")
+                                            uuid: "\(round)-\(task)-\(call)", type: "REFUND", subtype: nil, transactionID: "t\(task)",
+                                            originalTransactionID: "o")
                                         _ = try? await ledger.recordNotification(record, outcome: "x", now: Date())
-                                        _ = try? await ledger.notifications(transactionID: "t\(task)", originalTransactionID: "o", limit: 50)
+                                        _ = try? await ledger.notifications(
+                                            transactionID: "t\(task)", originalTransactionID: "o", limit: 50)
                                     }
                                 }
                             }
                         }
                     }
                     try await Task.sleep(for: .milliseconds(Int.random(in: 0...30)))
-                    try await ScratchPostgres.admin(cluster, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(address.database)'")
+                    try await ScratchPostgres.admin(
+                        cluster, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(address.database)'")
                     let answered: Void? = await within(.seconds(60)) { await calls.value }
                     #expect(answered != nil, "round \(round): every call answered")
                     // The database is back at once: the pool serves again (no call held by a dead connection).

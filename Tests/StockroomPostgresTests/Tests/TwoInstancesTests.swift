@@ -68,7 +68,8 @@ import Testing
                 return try await group.reduce(into: [UpstreamResponse]()) { $0.append($1) }
             }
             #expect(answers.map(\.status) == Array(repeating: 200, count: 32))
-            try await PostgresPool(address: address, poolSize: 2, checkoutTimeout: .seconds(30), logger: ScratchPostgres.quiet).running { database in
+            try await PostgresPool(address: address, poolSize: 2, checkoutTimeout: .seconds(30), logger: ScratchPostgres.quiet).running {
+                database in
                 let rows = try await PostgresLedger(database: database).list(FulfilmentListQuery())
                 #expect(rows.map(\.transactionID) == [purchase.transactionId], "one entitlement")
                 #expect(rows.first?.attempts == 32, "every claim counted once")
@@ -82,7 +83,8 @@ import Testing
             #expect(try await instances[1].send(.get, content, headers: range).status == 206)
             let refund = try await control.client.execute(
                 uri: "/sim/notifications", method: .post,
-                body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["type": "REFUND", "transactionId": purchase.transactionId])))
+                body: ByteBuffer(
+                    bytes: try JSONSerialization.data(withJSONObject: ["type": "REFUND", "transactionId": purchase.transactionId])))
             let received = try await instances[0].send(.post, "/v1/notifications/appstore", body: Array(buffer: refund.body))
             #expect(received.status == 200)
             let refused = try await instances[1].send(.get, content, headers: range)
@@ -99,7 +101,8 @@ import Testing
             ]
             let environment = ["STOCKROOM_DATABASE": address.url, "STOCKROOM_TOKEN_SECRET": Self.tokenSecret]
             let server = try StockroomProcess.serve(
-                binary, folder: try folder.folder("a"), port: try StockroomProcess.freePort(), arguments: shared + ["--upstream-rate", "off"],
+                binary, folder: try folder.folder("a"), port: try StockroomProcess.freePort(),
+                arguments: shared + ["--upstream-rate", "off"],
                 environment: environment)
             defer { server.stop() }
             try await server.waitUntilHealthy()
