@@ -9,6 +9,18 @@ import Testing
 /// Finish Transaction and Send Consumption Information through the client, against the live
 /// simulator over loopback with real libcurl.
 @Suite struct ServerAPILifecycleTests {
+    /// One call, asked again (twice at most) when it timed out upstream: the suite runs some 700
+    /// tests on two cores, and a simulator stalled past the 10 s call timeout is the machine's
+    /// load, not the classification these tests are about. Any other outcome stands.
+    static func settled(_ call: () async -> ServerAPICallOutcome) async -> ServerAPICallOutcome {
+        var outcome = await call()
+        for _ in 0..<2 {
+            guard case .retryLater(let reason, _) = outcome, reason.contains("timed out") else { return outcome }
+            outcome = await call()
+        }
+        return outcome
+    }
+
     static let information = ConsumptionInformation(
         customerConsented: true, deliveryStatus: .delivered, sampleContentProvided: false, consumptionPercentage: 25_000,
         refundPreference: .decline)
@@ -17,11 +29,11 @@ import Testing
         try await AppStoreServerAPIClientTests.withAPI { control, api in
             let purchase = try await control.purchase()
             #expect(try await control.transactionView(purchase.transactionId)["finished"] as? Bool == false)
-            #expect(await api.finishTransaction(purchase.transactionId, environment: .production) == .accepted)
+            #expect(await Self.settled { await api.finishTransaction(purchase.transactionId, environment: .production) } == .accepted)
             let view = try await control.transactionView(purchase.transactionId)
             #expect(view["finished"] as? Bool == true)
             let finishedDate = try #require(view["finishedDate"] as? Int64)
-            #expect(await api.finishTransaction(purchase.transactionId, environment: .production) == .accepted, "finishing twice is fine")
+            #expect(await Self.settled { await api.finishTransaction(purchase.transactionId, environment: .production) } == .accepted, "finishing twice is fine")
             #expect(
                 try await control.transactionView(purchase.transactionId)["finishedDate"] as? Int64 == finishedDate, "the first date stays")
             #expect(try await control.endpointCalls("finish") == 2)
@@ -31,11 +43,11 @@ import Testing
     @Test func aTransactionTheEnvironmentDoesNotKnowIsNotFound() async throws {
         try await AppStoreServerAPIClientTests.withAPI { control, api in
             let sandbox = try await control.purchase(environment: "Sandbox")
-            #expect(await api.finishTransaction(sandbox.transactionId, environment: .production) == .notFound, "no sandbox fallback")
+            #expect(await Self.settled { await api.finishTransaction(sandbox.transactionId, environment: .production) } == .notFound, "no sandbox fallback")
             #expect(try await control.transactionView(sandbox.transactionId)["finished"] as? Bool == false)
-            #expect(await api.finishTransaction(sandbox.transactionId, environment: .sandbox) == .accepted)
-            #expect(await api.finishTransaction("2999999999999999", environment: .production) == .notFound)
-            #expect(await api.sendConsumptionInformation("2999999999999999", environment: .sandbox, Self.information) == .notFound)
+            #expect(await Self.settled { await api.finishTransaction(sandbox.transactionId, environment: .sandbox) } == .accepted)
+            #expect(await Self.settled { await api.finishTransaction("2999999999999999", environment: .production) } == .notFound)
+            #expect(await Self.settled { await api.sendConsumptionInformation("2999999999999999", environment: .sandbox, Self.information) } == .notFound)
             #expect(try await control.endpointCalls("finish") == 3)
         }
     }
@@ -67,7 +79,7 @@ import Testing
             let outcome = await api.finishTransaction(purchase.transactionId, environment: .production)
             #expect(outcome == .retryLater(reason: "rate limited (429)", after: .seconds(2)))
             #expect(try await control.transactionView(purchase.transactionId)["finished"] as? Bool == false, "one attempt, no retry inside")
-            #expect(await api.finishTransaction(purchase.transactionId, environment: .production) == .accepted)
+            #expect(await Self.settled { await api.finishTransaction(purchase.transactionId, environment: .production) } == .accepted)
         }
     }
 
@@ -112,7 +124,7 @@ import Testing
     @Test func consumptionIsStoredVerbatimAndCounted() async throws {
         try await AppStoreServerAPIClientTests.withAPI { control, api in
             let purchase = try await control.purchase(["productId": "com.example.stockroom.demo.coins", "type": "Consumable"])
-            #expect(await api.sendConsumptionInformation(purchase.transactionId, environment: .production, Self.information) == .accepted)
+            #expect(await Self.settled { await api.sendConsumptionInformation(purchase.transactionId, environment: .production, Self.information) } == .accepted)
             var view = try await control.transactionView(purchase.transactionId)
             let stored = try #require(view["consumption"] as? [String: Any])
             #expect(stored["customerConsented"] as? Bool == true)
@@ -124,7 +136,7 @@ import Testing
             #expect(view["consumptionAnswers"] as? Int == 1)
             let bare = ConsumptionInformation(
                 customerConsented: true, deliveryStatus: .undeliveredServerOutage, sampleContentProvided: true)
-            #expect(await api.sendConsumptionInformation(purchase.transactionId, environment: .production, bare) == .accepted)
+            #expect(await Self.settled { await api.sendConsumptionInformation(purchase.transactionId, environment: .production, bare) } == .accepted)
             view = try await control.transactionView(purchase.transactionId)
             #expect(view["consumptionAnswers"] as? Int == 2)
             let last = try #require(view["consumption"] as? [String: Any])
