@@ -33,7 +33,9 @@ import Testing
             let view = try await control.transactionView(purchase.transactionId)
             #expect(view["finished"] as? Bool == true)
             let finishedDate = try #require(view["finishedDate"] as? Int64)
-            #expect(await Self.settled { await api.finishTransaction(purchase.transactionId, environment: .production) } == .accepted, "finishing twice is fine")
+            #expect(
+                await Self.settled { await api.finishTransaction(purchase.transactionId, environment: .production) } == .accepted,
+                "finishing twice is fine")
             #expect(
                 try await control.transactionView(purchase.transactionId)["finishedDate"] as? Int64 == finishedDate, "the first date stays")
             #expect(try await control.endpointCalls("finish") == 2)
@@ -43,11 +45,15 @@ import Testing
     @Test func aTransactionTheEnvironmentDoesNotKnowIsNotFound() async throws {
         try await AppStoreServerAPIClientTests.withAPI { control, api in
             let sandbox = try await control.purchase(environment: "Sandbox")
-            #expect(await Self.settled { await api.finishTransaction(sandbox.transactionId, environment: .production) } == .notFound, "no sandbox fallback")
+            #expect(
+                await Self.settled { await api.finishTransaction(sandbox.transactionId, environment: .production) } == .notFound,
+                "no sandbox fallback")
             #expect(try await control.transactionView(sandbox.transactionId)["finished"] as? Bool == false)
             #expect(await Self.settled { await api.finishTransaction(sandbox.transactionId, environment: .sandbox) } == .accepted)
             #expect(await Self.settled { await api.finishTransaction("2999999999999999", environment: .production) } == .notFound)
-            #expect(await Self.settled { await api.sendConsumptionInformation("2999999999999999", environment: .sandbox, Self.information) } == .notFound)
+            #expect(
+                await Self.settled { await api.sendConsumptionInformation("2999999999999999", environment: .sandbox, Self.information) }
+                    == .notFound)
             #expect(try await control.endpointCalls("finish") == 3)
         }
     }
@@ -124,7 +130,10 @@ import Testing
     @Test func consumptionIsStoredVerbatimAndCounted() async throws {
         try await AppStoreServerAPIClientTests.withAPI { control, api in
             let purchase = try await control.purchase(["productId": "com.example.stockroom.demo.coins", "type": "Consumable"])
-            #expect(await Self.settled { await api.sendConsumptionInformation(purchase.transactionId, environment: .production, Self.information) } == .accepted)
+            #expect(
+                await Self.settled {
+                    await api.sendConsumptionInformation(purchase.transactionId, environment: .production, Self.information)
+                } == .accepted)
             var view = try await control.transactionView(purchase.transactionId)
             let stored = try #require(view["consumption"] as? [String: Any])
             #expect(stored["customerConsented"] as? Bool == true)
@@ -136,7 +145,9 @@ import Testing
             #expect(view["consumptionAnswers"] as? Int == 1)
             let bare = ConsumptionInformation(
                 customerConsented: true, deliveryStatus: .undeliveredServerOutage, sampleContentProvided: true)
-            #expect(await Self.settled { await api.sendConsumptionInformation(purchase.transactionId, environment: .production, bare) } == .accepted)
+            #expect(
+                await Self.settled { await api.sendConsumptionInformation(purchase.transactionId, environment: .production, bare) }
+                    == .accepted)
             view = try await control.transactionView(purchase.transactionId)
             #expect(view["consumptionAnswers"] as? Int == 2)
             let last = try #require(view["consumption"] as? [String: Any])
