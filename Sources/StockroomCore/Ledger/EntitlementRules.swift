@@ -128,7 +128,14 @@ public enum EntitlementRules {
         _ revoked: RevokedPurchase, cause: RevocationCause, reason: String, purchase: inout PurchaseWork, now: Date
     ) throws -> [Fulfilment] {
         if purchase[revoked.transactionID] == nil, revoked.productID != nil {
-            let causes = cause == .operatorAction ? (byOperator: Optional(now), byRefund: Date?.none) : (byOperator: nil, byRefund: now)
+            // The new row carries every cause standing on the purchase as well as this one: a
+            // restore first seen revoked by a refund, on a purchase an operator revoked, must not
+            // come back when the refund is reversed while the operator's revocation stands.
+            let standing = purchase.standingRevocation
+            let causes =
+                cause == .operatorAction
+                ? (byOperator: standing.byOperator ?? now, byRefund: standing.byRefund)
+                : (byOperator: standing.byOperator, byRefund: standing.byRefund ?? now)
             insertRevoked(revoked, causes: causes, reason: reason, purchase: &purchase, now: now)
         }
         var changed: [Fulfilment] = []
