@@ -59,8 +59,8 @@ import Testing
         #expect(NotificationType("ONE_TIME_CHARGE") == .oneTimeCharge)
         #expect(NotificationType("SOMETHING_NEW") == .unrecognized("SOMETHING_NEW"))
         #expect(NotificationType("SOMETHING_NEW").rawValue == "SOMETHING_NEW")
-        #expect(AppStoreEnvironment("LocalTesting") == .localTesting)
-        #expect(AppStoreEnvironment("Staging").storeEnvironment == nil)
+        #expect(PayloadEnvironment("LocalTesting") == .localTesting)
+        #expect(PayloadEnvironment("Staging").storeEnvironment == nil)
         #expect(RevocationType("REFUND_PRORATED") == .refundProrated)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let payload = """

@@ -13,7 +13,7 @@ public struct SignedTransaction: SignedPayload, Equatable {
     /// Milliseconds since 1970 (Apple may send fractions).
     public var purchaseDate: Int64
     public var type: String?
-    public var environment: AppStoreEnvironment
+    public var environment: PayloadEnvironment
     public var revocationDate: Int64?
     /// 0: refunded for another reason, 1: for an issue in the app.
     public var revocationReason: Int?
@@ -48,7 +48,7 @@ public struct SignedTransaction: SignedPayload, Equatable {
         bundleId = try container.decode(String.self, forKey: .bundleId)
         purchaseDate = try milliseconds(.purchaseDate)
         type = try container.decodeIfPresent(String.self, forKey: .type)
-        environment = try container.decode(AppStoreEnvironment.self, forKey: .environment)
+        environment = try container.decode(PayloadEnvironment.self, forKey: .environment)
         revocationDate = try container.decodeMilliseconds(.revocationDate)
         if let reason = try container.decodeIfPresent(Double.self, forKey: .revocationReason) {
             guard reason.isFinite, (0...1_000).contains(reason), let whole = Int(exactly: reason) else {
@@ -78,7 +78,7 @@ public struct SignedTransaction: SignedPayload, Equatable {
 
     public func mismatch(bundleID: String, environment: StoreEnvironment?) -> JWSFailure? {
         guard bundleId == bundleID else { return .wrongBundle(expected: bundleID, actual: bundleId) }
-        if let environment, self.environment != AppStoreEnvironment(environment) {
+        if let environment, self.environment != PayloadEnvironment(environment) {
             return .wrongEnvironment(expected: environment, actual: self.environment.rawValue)
         }
         return nil

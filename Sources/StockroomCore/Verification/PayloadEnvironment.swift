@@ -1,7 +1,8 @@
-/// The `environment` an App Store payload names: Apple's four, or one it adds later.
+/// The `environment` an App Store payload names: Apple's four, or one it adds later. A purchase
+/// is recorded under a `StoreEnvironment`, production or sandbox, which `storeEnvironment` gives.
 ///
 /// See https://developer.apple.com/documentation/appstoreserverapi/environment
-public enum AppStoreEnvironment: AppleEnumeration {
+public enum PayloadEnvironment: AppleEnumeration {
     case production
     case sandbox
     /// StoreKit Testing in Xcode.
@@ -10,7 +11,7 @@ public enum AppStoreEnvironment: AppleEnumeration {
     case localTesting
     case unrecognized(String)
 
-    public static let recognized: [AppStoreEnvironment] = [.production, .sandbox, .xcode, .localTesting]
+    public static let recognized: [PayloadEnvironment] = [.production, .sandbox, .xcode, .localTesting]
 
     public var rawValue: String {
         switch self {
