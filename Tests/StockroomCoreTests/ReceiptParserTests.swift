@@ -69,7 +69,7 @@ import Testing
     }
 
     /// 10,000 random and mutated receipts and payloads: refused or read, never a crash.
-    @Test func randomAndMutatedReceiptsNeverCrash() throws {
+    @Test func randomAndMutatedReceiptsNeverCrash() async throws {
         let signed = try Self.chain.signReceipt(payload: Self.receipt(created: Date()).encodedPayload())
         let payload = Self.receipt().encodedPayload()
         var generator = SystemRandomNumberGenerator()
@@ -88,6 +88,7 @@ import Testing
         }
         var verifiedMutants = 0
         for round in 0..<10_000 {
+            if round.isMultiple(of: 100) { await Task.yield() }
             switch round % 3 {
             case 0:
                 if case .success(let inspection) = ReceiptInspection.inspect(

@@ -133,13 +133,14 @@ import Testing
     }
 
     /// 10,000 random and mutated inputs: every one refused, none crashes.
-    @Test func randomAndMutatedInputsNeverCrash() throws {
+    @Test func randomAndMutatedInputsNeverCrash() async throws {
         let genuine = Array(try Self.chain.sign(payload: Self.payload()).utf8)
         let verifier = Self.verifier()
         var generator = SystemRandomNumberGenerator()
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.=+/{}\":,".utf8)
         var refused = 0
         for round in 0..<10_000 {
+            if round.isMultiple(of: 50) { await Task.yield() }
             var input: [UInt8]
             if round % 2 == 0 {
                 input = genuine

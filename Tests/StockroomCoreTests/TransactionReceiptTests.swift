@@ -106,12 +106,13 @@ import Testing
     }
 
     /// 20,000 mutated and random receipts: refused or read, never a crash.
-    @Test func mutatedAndRandomReceiptsNeverCrash() {
+    @Test func mutatedAndRandomReceiptsNeverCrash() async {
         let valid = Array(Self.outer(Self.purchaseInfo).utf8)
         let alphabet = Array("{}();=\",\\/*ab01 \n\tU".utf8)
         var generator = SystemRandomNumberGenerator()
         var read = 0
         for round in 0..<20_000 {
+            if round.isMultiple(of: 200) { await Task.yield() }
             var bytes =
                 round % 2 == 0
                 ? valid : (0..<Int.random(in: 0...200, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
