@@ -40,7 +40,7 @@ extension SQLiteDatabase {
     /// (`integrity_check`, then `verify`, the ledger's invariants), fsynced, then renamed over
     /// `destination`: a crash leaves the old backup or the new one, never half of one.
     public static func backup(
-        path: String, to destination: String, verify: (any DatabaseReader) async throws -> Void = { _ in }
+        path: String, to destination: String, verify: (SQLiteLedger) async throws -> Void = { _ in }
     ) async throws -> Backup {
         let target = URL(fileURLWithPath: destination).standardizedFileURL
         let folder = target.deletingLastPathComponent().path
@@ -68,7 +68,7 @@ extension SQLiteDatabase {
             let fulfilments: Int
             do {
                 fulfilments = try Self.check(copy)
-                try await verify(copy)
+                try await verify(SQLiteLedger(database: SQLiteDatabase(unmigrated: copy)))
                 try copy.close()
             } catch {
                 try? copy.close()

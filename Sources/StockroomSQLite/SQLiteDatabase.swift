@@ -28,6 +28,11 @@ public final class SQLiteDatabase: Sendable {
         try Self.migrator.migrate(writer)
     }
 
+    /// `writer` as it is, its schema untouched (a backup's copy, read to be checked).
+    init(unmigrated writer: any DatabaseWriter) {
+        self.writer = writer
+    }
+
     /// Every schema version, in order: `LedgerSchema`'s statements, and after v4 the rewriting of
     /// rows that only SQLite ledgers of v3 held.
     static var migrator: DatabaseMigrator {

@@ -4,7 +4,8 @@ import GRDB
 
 /// The `Ledger` on SQLite, through GRDB: each decision is one write transaction (SQLite's one
 /// writer is the purchase's lock) that re-reads the rows it depends on, so a refund or an
-/// operator's revocation that lands meanwhile is seen. Reads run on the reader pool, never the writer.
+/// operator's revocation that lands meanwhile is seen. Reads run on the reader pool, never the
+/// writer. The flows themselves are the shared ones (`LedgerTransaction`).
 public struct SQLiteLedger: Ledger, LedgerStatementRunner {
     public let database: SQLiteDatabase
     /// When set, a transaction reaching this point is queued for Finish Transaction in the same write.
@@ -22,46 +23,27 @@ public struct SQLiteLedger: Ledger, LedgerStatementRunner {
         return try await database.writer.read { db in try Self.fetch(statement, as: type, db) }
     }
 
-    // MARK: Decisions
+    // MARK: Transactions
 
-    public func decide<Value: Sendable>(_ scope: PurchaseScope, _ decision: @escaping @Sendable (inout PurchaseWork) throws -> Value)
-        async throws
-        -> Value
-    {
-        try await database.writer.write { db in
-            var work = PurchaseWork(rows: try Self.read(db, scope))
-            let value = try decision(&work)
-            for statement in work.writes.statements { try Self.execute(statement, db) }
-            return value
+    /// A write transaction (SQLite's one writer is the purchase's lock, and every other lock), or
+    /// for a snapshot a read transaction on the reader pool.
+    public func transaction<Value: Sendable>(
+        _ kind: LedgerTransactionKind, _ body: @escaping @Sendable (any LedgerTransaction) throws -> Value
+    ) async throws -> Value {
+        switch kind {
+        case .snapshot: try await database.writer.read { db in try body(Transaction(db: db)) }
+        case .write, .bulk: try await database.writer.write { db in try body(Transaction(db: db)) }
         }
     }
 
-    /// The rows `scope` names (the write transaction holds SQLite's one write lock).
-    private static func read(_ db: Database, _ scope: PurchaseScope) throws -> [Fulfilment] {
-        switch scope {
-        case .purchase(let transactionID, let originalTransactionID):
-            return try fetch(.purchase(transactionID: transactionID, originalTransactionID: originalTransactionID), as: Fulfilment.self, db)
-        case .purchaseOf(let transactionID):
-            guard let row = try fetch(.fulfilment(transactionID), as: Fulfilment.self, db).first else { return [] }
-            return try fetch(
-                .purchase(transactionID: row.transactionID, originalTransactionID: row.originalTransactionID), as: Fulfilment.self, db)
-        case .transaction(let transactionID):
-            return try fetch(.fulfilment(transactionID), as: Fulfilment.self, db)
-        }
-    }
+    private struct Transaction: LedgerTransaction {
+        let db: Database
 
-    // MARK: Proofs kept while the App Store cannot be asked
-
-    public func keepPendingProof(_ draft: PendingProofDraft, bounds: PendingProofBounds, now: Date) async throws -> PendingProofKeeping {
-        try await database.writer.write { db in
-            let cutoff = bounds.purgeCutoff(now: now)
-            try Self.execute(.purgeRejectedPendingProofs(before: cutoff, limit: PendingProofBounds.purgeBatch, .sqlite), db)
-            if try Self.execute(.refresh(draft, now: now), db) > 0 { return .refreshed }
-            let verdict = try bounds.admit(draft, counted: try Self.fetch(.pendingProofCounts(draft), as: PendingProofCounts.self, db))
-            guard verdict == .kept else { return verdict }
-            try Self.execute(.insert(PendingProof(draft, now: now)), db)
-            return .kept
+        func fetch<Record: LedgerRecord>(_ statement: LedgerStatement, as type: Record.Type, locking: Bool) throws -> [Record] {
+            try SQLiteLedger.fetch(statement, as: type, db)
         }
+
+        func lock(_ key: String) throws {}
     }
 
     // MARK: Statements

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import GRDB
 import StockroomCore
 import StockroomSQLite
 import StockroomPostgres
@@ -61,7 +60,7 @@ struct LedgerCommand: AsyncParsableCommand {
             let backup: SQLiteDatabase.Backup
             do {
                 backup = try await SQLiteDatabase.backup(path: configuration.databaseLocation, to: path) { copy in
-                    let problems = try await LedgerStore.archive(copy).problems
+                    let problems = try await copy.archive().problems
                     guard problems.isEmpty else { throw LedgerArchive.Malformed(description: problems.joined(separator: "; ")) }
                 }
             } catch let failure as SQLiteDatabase.BackupFailure {
@@ -133,60 +132,19 @@ struct LedgerCommand: AsyncParsableCommand {
     }
 }
 
-/// The ledger behind `--database`, as whole rows: GRDB records on SQLite, `PostgresLedger`'s
-/// archive on PostgreSQL.
+/// The ledger behind `--database`, as whole rows (`archive()` and `restore(_:)`, written once
+/// for both engines).
 enum LedgerStore {
-    case sqlite(SQLiteDatabase)
-    case postgres(PostgresLedger)
-
     /// Opens the configured ledger; a missing SQLite file is an error unless `creating`.
-    static func open(_ options: ServerOptions, creating: Bool = false) async throws -> LedgerStore {
+    static func open(_ options: ServerOptions, creating: Bool = false) async throws -> any LedgerStatementRunner {
         let configuration = try options.configuration()
         if configuration.usesPostgres {
-            return .postgres(OperatorContext.postgresLedger(configuration))
+            return OperatorContext.postgresLedger(configuration)
         }
         if !creating, !FileManager.default.fileExists(atPath: configuration.databaseLocation) {
             fail("no ledger at \(configuration.databaseLocation); pass --database or set STOCKROOM_DATABASE")
         }
-        return .sqlite(try SQLiteDatabase(path: configuration.databaseLocation))
-    }
-
-    func archive() async throws -> LedgerArchive {
-        switch self {
-        case .postgres(let ledger): return try await ledger.archive()
-        case .sqlite(let database): return try await Self.archive(database.writer)
-        }
-    }
-
-    /// Every row of a SQLite ledger (the live one, or a backup's copy).
-    static func archive(_ reader: any DatabaseReader) async throws -> LedgerArchive {
-        try await reader.read { db in
-            func rows<Row: LedgerRow>(_ type: Row.Type, _ order: String) throws -> [Row] {
-                try SQLiteLedger.fetch(.everyRow(of: type, orderedBy: order), as: type, db)
-            }
-            var archive = LedgerArchive()
-            archive.fulfilments = try rows(Fulfilment.self, "transaction_id")
-            archive.attempts = try rows(DownloadAttempt.self, "id")
-            archive.pendingProofs = try rows(PendingProof.self, "id")
-            archive.notifications = try rows(NotificationRecord.self, "notification_uuid")
-            archive.serverCalls = try rows(ServerCall.self, "id")
-            return archive
-        }
-    }
-
-    func restore(_ archive: LedgerArchive) async throws {
-        switch self {
-        case .postgres(let ledger): try await ledger.restore(archive)
-        case .sqlite(let database):
-            try await database.writer.write { db in
-                for table in LedgerArchive.tables {
-                    guard try SQLiteLedger.execute(.anyRow(in: table), db) == 0 else {
-                        throw LedgerArchive.Malformed(description: "the target ledger is not empty: \(table) has rows")
-                    }
-                }
-                for statement in archive.insertions { try SQLiteLedger.execute(statement, db) }
-            }
-        }
+        return SQLiteLedger(database: try SQLiteDatabase(path: configuration.databaseLocation))
     }
 
     /// Hex SHA-256 of an export's bytes, as both commands print it.

@@ -50,6 +50,12 @@ public struct LedgerStatement: Sendable, Equatable {
         LedgerStatement("SELECT 1 FROM \(table) LIMIT 1", [])
     }
 
+    /// After an import wrote rows with their IDs: new rows' IDs follow the highest imported.
+    static func continueIdentities(_ dialect: LedgerDialect) -> [LedgerStatement] {
+        guard let statement = dialect.continueIdentity else { return [] }
+        return ["download_attempts", "pending_proofs", "server_calls"].map { LedgerStatement(statement($0), []) }
+    }
+
     /// Writes every column of a fulfilment but its key.
     public static func update(_ row: Fulfilment) -> LedgerStatement {
         let columns = row.columns

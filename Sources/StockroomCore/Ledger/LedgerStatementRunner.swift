@@ -1,15 +1,35 @@
 import Foundation
 
 /// What an engine gives the ledger's shared code: one statement run in a database transaction of
-/// its own, and its dialect. Every view, lease and one-statement write below is then written
-/// once, here; an engine writes only what takes several statements in one transaction (`decide`,
-/// keeping a pending proof, queueing and settling a call owed to Apple).
+/// its own, several statements run in one (`LedgerTransaction`), and its dialect. Every view,
+/// lease, write and flow of the ledger is then written once, here and in `LedgerTransaction.swift`.
 public protocol LedgerStatementRunner: Sendable {
     var dialect: LedgerDialect { get }
 
     /// Runs `statement` alone (a SELECT on a reader, anything else as a write) and reads each row
     /// it returns as `Record`.
     func fetch<Record: LedgerRecord>(_ statement: LedgerStatement, as type: Record.Type) async throws -> [Record]
+
+    /// Runs `body` in one database transaction of `kind`, committed when it returns and rolled
+    /// back when it throws. An engine may run it again whole after a serialisation conflict.
+    func transaction<Value: Sendable>(_ kind: LedgerTransactionKind, _ body: @escaping @Sendable (any LedgerTransaction) throws -> Value)
+        async throws -> Value
+}
+
+/// What a transaction is for, which decides how an engine runs it.
+public enum LedgerTransactionKind: Sendable {
+    /// A flow's reads and writes, within the engine's call timeout.
+    case write
+    /// Reads only, every one from one consistent snapshot, with no time bound (an export).
+    case snapshot
+    /// A whole ledger written, with no time bound (an import).
+    case bulk
+}
+
+extension LedgerStatementRunner {
+    func transaction<Value: Sendable>(_ body: @escaping @Sendable (any LedgerTransaction) throws -> Value) async throws -> Value {
+        try await transaction(.write, body)
+    }
 }
 
 extension LedgerStatementRunner {

@@ -1,5 +1,4 @@
 import Foundation
-import StockroomCore
 
 /// A whole ledger as rows, engine-neutral: what `stockroom ledger export` writes (one JSON object
 /// a line) and `ledger import` reads, to move a ledger between SQLite and PostgreSQL.

@@ -1,5 +1,4 @@
 import Foundation
-import StockroomCore
 
 /// What every ledger must hold, whatever its engine: `stockroom ledger check` prints each
 /// problem found, and `ledger import` refuses a file that has any.
