@@ -8,7 +8,8 @@ enum SeedWriter {
     static let transaction = """
         {"transactionId":"2000000000000001","originalTransactionId":"2000000000000001","productId":"com.example.stockroom.demo.book1",\
         "bundleId":"com.example.stockroom.demo","purchaseDate":1790000000000.5,"type":"Non-Consumable","environment":"Production",\
-        "signedDate":1790000000000,"revocationDate":1790000100000,"revocationReason":0,"appAccountToken":"8F2E6A4C-0000-4000-8000-000000000001"}
+        "signedDate":1790000000000,"revocationDate":1790000100000,"revocationReason":0,\
+        "appAccountToken":"8F2E6A4C-0000-4000-8000-000000000001"}
         """
     static let notification = """
         {"notificationType":"REFUND","subtype":"","notificationUUID":"5f2c0000-0000-4000-8000-000000000001","signedDate":1790000000000,\

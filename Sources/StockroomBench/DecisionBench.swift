@@ -26,15 +26,15 @@ struct DecisionBench {
             ])
             proofs.append(try VerifiedProof.verifying(try chain.sign(payload: Array(payload)), with: verifier).get())
         }
-        let terms = ClaimTerms(requestedProductID: product, appAccountToken: nil, checksAccount: true, countsAttempt: true)
+        let terms = ProofTerms(requestedProductID: product, appAccountToken: nil, checksAccount: true, countsAttempt: true)
         let now = Date()
         try await measure("first claim (insert)") { index in
-            guard case .entitled = try await ledger.claim(proofs[index], terms: terms, now: now) else {
+            guard case .entitled = try await ledger.recordProof(proofs[index], terms: terms, now: now) else {
                 throw BenchError("a claim was refused")
             }
         }
         try await measure("repeated claim (re-read, update)") { index in
-            guard case .entitled = try await ledger.claim(proofs[index], terms: terms, now: now) else {
+            guard case .entitled = try await ledger.recordProof(proofs[index], terms: terms, now: now) else {
                 throw BenchError("a claim was refused")
             }
         }
@@ -64,7 +64,10 @@ struct DecisionBench {
         func micros(_ duration: Duration) -> Int { Int(duration / .microseconds(1)) }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         print(
-            "\(name): \(Int(Double(count) / seconds)) decisions/s, p50 \(micros(samples[count / 2])) µs, p99 \(micros(samples[count * 99 / 100])) µs"
+            """
+            \(name): \(Int(Double(count) / seconds)) decisions/s, p50 \(micros(samples[count / 2])) µs, p99 \
+            \(micros(samples[count * 99 / 100])) µs
+            """
         )
     }
 }

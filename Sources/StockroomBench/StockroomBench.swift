@@ -49,8 +49,11 @@ struct StockroomBench {
     static func usage() -> Never {
         FileHandle.standardError.write(
             Data(
-                "usage: StockroomBench verify SIMULATOR_URL COUNT | signatures COUNT | decisions COUNT | downloads SERVER_URL SIMULATOR_URL PRODUCT COUNT CONCURRENCY [receipt|jws]\n"
-                    .utf8))
+                """
+                usage: StockroomBench verify SIMULATOR_URL COUNT | signatures COUNT | decisions COUNT | downloads SERVER_URL \
+                SIMULATOR_URL PRODUCT COUNT CONCURRENCY [receipt|jws]\n
+                """
+                .utf8))
         exit(2)
     }
 }

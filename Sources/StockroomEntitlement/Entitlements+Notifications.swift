@@ -54,7 +54,10 @@ extension Entitlements {
         switch type {
         case .refund where transaction.revocationType == .refundProrated && policy.proratedRefund == .keep:
             return
-                "kept: a prorated refund (\(transaction.revocationPercentage.map { "\($0 / 1000)%" } ?? "share unknown")), --prorated-refund keep"
+                """
+                kept: a prorated refund (\(transaction.revocationPercentage.map { "\($0 / 1000)%" } ?? "share unknown")), \
+                --prorated-refund keep
+                """
         case .refund, .revoke:
             var purchase = RevokedPurchase(
                 transactionID: transaction.transactionId, originalTransactionID: transaction.originalTransactionId,
@@ -89,7 +92,7 @@ extension Entitlements {
             return "recorded: no usable transaction"
         }
         if proof.environment == .sandbox, !policy.allowsSandbox { return "recorded: sandbox purchases are not entitled" }
-        switch try await ledger.claim(
+        switch try await ledger.recordProof(
             policy.proratedRefund == .keep ? proof.keepingProratedRefund() : proof, terms: .reverification, now: now())
         {
         case .entitled: return "entitled"

@@ -217,12 +217,12 @@ extension Entitlements {
     }
 
     /// The ledger's decision on a re-verified proof, as an operator reads it.
-    private func record(_ proof: VerifiedProof, before: String, terms: ClaimTerms) async throws -> Reverification {
+    private func record(_ proof: VerifiedProof, before: String, terms: ProofTerms) async throws -> Reverification {
         func outcome(_ kind: Reverification.Kind, _ after: String, _ detail: String) -> Reverification {
             Reverification(kind: kind, transactionID: proof.transactionID, before: before, after: after, detail: detail)
         }
         let proof = policy.proratedRefund == .keep ? proof.keepingProratedRefund() : proof
-        switch try await ledger.claim(proof, terms: terms, now: now()) {
+        switch try await ledger.recordProof(proof, terms: terms, now: now()) {
         case .entitled(let row):
             return outcome(.verified, row.state.rawValue, "the App Store vouches for it (\(proof.environment.rawValue))")
         case .refused(.revoked):

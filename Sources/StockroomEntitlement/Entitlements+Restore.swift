@@ -61,7 +61,7 @@ extension Entitlements {
                 continue
             }
             // Checked inside the ledger's write as well: a binding made meanwhile is seen there.
-            let terms = ClaimTerms(
+            let terms = ProofTerms(
                 requestedProductID: proof.productID, appAccountToken: bound == nil ? nil : account, checksAccount: true,
                 countsAttempt: false)
             try await restore(proof, terms: terms, inCatalogue: inCatalogue, into: &report)
@@ -152,11 +152,11 @@ extension Entitlements {
 
     /// One verified purchase of the history: skipped, or claimed in one ledger write.
     private func restore(
-        _ proof: VerifiedProof, terms: ClaimTerms, inCatalogue: @Sendable (String) -> Bool, into report: inout RestoreReport
+        _ proof: VerifiedProof, terms: ProofTerms, inCatalogue: @Sendable (String) -> Bool, into report: inout RestoreReport
     ) async throws {
         guard inCatalogue(proof.productID) else { return report.skip(proof, .notInCatalogue) }
         if proof.environment == .sandbox, !policy.allowsSandbox, proof.revokedAt == nil { return report.skip(proof, .sandboxNotAllowed) }
-        switch try await ledger.claim(proof, terms: terms, now: now()) {
+        switch try await ledger.recordProof(proof, terms: terms, now: now()) {
         case .entitled(let row):
             report.restored.append(
                 RestoredFulfilment(

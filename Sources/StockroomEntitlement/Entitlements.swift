@@ -41,30 +41,30 @@ public struct Entitlements: Sendable {
     }
 
     /// Decides a download request; an entitled one keeps the consent the app sent with it.
-    public func claim(_ request: ClaimRequest) async throws -> Claim {
-        let claim = try await decideClaim(request)
-        if case .entitled(let row, _) = claim, let consented = request.customerConsented, row.customerConsented != consented {
+    public func judge(_ request: EntitlementRequest) async throws -> EntitlementVerdict {
+        let verdict = try await judgeProof(request)
+        if case .entitled(let row, _) = verdict, let consented = request.customerConsented, row.customerConsented != consented {
             try await ledger.recordConsent(row.transactionID, consented: consented, now: now())
         }
-        return claim
+        return verdict
     }
 
-    private func decideClaim(_ request: ClaimRequest) async throws -> Claim {
+    private func judgeProof(_ request: EntitlementRequest) async throws -> EntitlementVerdict {
         switch request.proof {
         case .receipt(let text):
             guard let proof = ReceiptProof.parse(text) else {
                 StockroomMetrics.verification(proof: "receipt", outcome: "malformed", environment: nil)
                 return .refused(.rejected(.malformedReceipt))
             }
-            return try await claim(receipt: proof, request)
+            return try await judge(receipt: proof, request)
         case .signedTransaction(let jws):
-            return try await claim(signed: jws, request)
+            return try await judge(signed: jws, request)
         }
     }
 
     // MARK: Receipts
 
-    private func claim(receipt proof: ReceiptProof, _ request: ClaimRequest) async throws -> Claim {
+    private func judge(receipt proof: ReceiptProof, _ request: EntitlementRequest) async throws -> EntitlementVerdict {
         let candidates = Self.candidates(request, proof)
         if let served = try await recentlyVerified(candidates, digest: proof.digest, request) { return served }
         if let gate, let wait = gate.admit(request.client) { return .limited(retryAfter: wait) }
@@ -120,7 +120,7 @@ public struct Entitlements: Sendable {
 
     /// The transactions a receipt request may be about: the one it names, else those the receipt
     /// claims for the product, newest first. Unverified: they only select rows to compare with.
-    static func candidates(_ request: ClaimRequest, _ proof: ReceiptProof) -> [String] {
+    static func candidates(_ request: EntitlementRequest, _ proof: ReceiptProof) -> [String] {
         if let named = request.transactionID { return [named] }
         let claimed = proof.claims.filter { $0.productID == request.productID }
             .sorted { ($0.purchaseDate ?? .distantPast) > ($1.purchaseDate ?? .distantPast) }
@@ -131,7 +131,7 @@ public struct Entitlements: Sendable {
     /// The transaction an unverifiable receipt is kept under: one the receipt itself claims,
     /// never the request's word alone. A named transaction the receipt does not claim keeps
     /// nothing (one genuine receipt must not fill the ledger under made-up IDs).
-    static func keptUnder(_ request: ClaimRequest, _ proof: ReceiptProof) -> String? {
+    static func keptUnder(_ request: EntitlementRequest, _ proof: ReceiptProof) -> String? {
         let claimed = proof.claims.map(\.transactionID).filter(TransactionID.isValid)
         if let named = request.transactionID { return claimed.contains(named) ? named : nil }
         return candidates(request, proof).first
@@ -139,7 +139,7 @@ public struct Entitlements: Sendable {
 
     // MARK: StoreKit 2
 
-    private func claim(signed jws: String, _ request: ClaimRequest) async throws -> Claim {
+    private func judge(signed jws: String, _ request: EntitlementRequest) async throws -> EntitlementVerdict {
         let verified: VerifiedProof
         switch VerifiedProof.verifying(jws, with: signedTransactions) {
         case .success(let proof): verified = proof
@@ -185,7 +185,9 @@ public struct Entitlements: Sendable {
         }
     }
 
-    private func pendingDraft(_ proof: VerifiedProof, _ request: ClaimRequest, _ error: String) -> @Sendable (String) -> PendingProofDraft {
+    private func pendingDraft(_ proof: VerifiedProof, _ request: EntitlementRequest, _ error: String)
+        -> @Sendable (String) -> PendingProofDraft
+    {
         { id in
             PendingProofDraft(
                 transactionID: id, digest: proof.digest, kind: .signedTransaction, proof: proof.proof,
@@ -196,22 +198,23 @@ public struct Entitlements: Sendable {
     // MARK: Shared steps
 
     /// The ledger decides on a verified proof.
-    private func decide(_ proof: VerifiedProof, _ request: ClaimRequest) async throws -> Claim {
+    private func decide(_ proof: VerifiedProof, _ request: EntitlementRequest) async throws -> EntitlementVerdict {
         let proof = policy.proratedRefund == .keep ? proof.keepingProratedRefund() : proof
         if proof.environment == .sandbox, !policy.allowsSandbox, proof.revokedAt == nil {
             return .refused(.sandboxNotAllowed(transactionID: proof.transactionID))
         }
-        let terms = ClaimTerms(
+        let terms = ProofTerms(
             requestedProductID: request.productID, appAccountToken: request.appAccountToken, checksAccount: true, countsAttempt: true,
             customerConsented: request.customerConsented)
-        switch try await ledger.claim(proof, terms: terms, now: now()) {
+        switch try await ledger.recordProof(proof, terms: terms, now: now()) {
         case .entitled(let row): return entitled(row)
         case .refused(let refusal): return .refused(refusal)
         }
     }
 
     /// A proof on record, verified within the re-verify interval, needs no new upstream call.
-    private func recentlyVerified(_ candidates: [String], digest: String, _ request: ClaimRequest) async throws -> Claim? {
+    private func recentlyVerified(_ candidates: [String], digest: String, _ request: EntitlementRequest) async throws -> EntitlementVerdict?
+    {
         let now = now()
         let interval = Double(policy.reverifyAfter.components.seconds)
         for id in candidates {
@@ -234,7 +237,7 @@ public struct Entitlements: Sendable {
     /// interval (a ONE_TIME_CHARGE notification, or the API), through another signed copy:
     /// the proof on record is served, with its product, account and revocation checks, and no
     /// upstream call. The request's own JWS was verified against the root just before.
-    private func recentlyVouched(_ verified: VerifiedProof, _ request: ClaimRequest) async throws -> Claim? {
+    private func recentlyVouched(_ verified: VerifiedProof, _ request: EntitlementRequest) async throws -> EntitlementVerdict? {
         guard let row = try await ledger.fulfilment(verified.transactionID), row.proofKind == .signedTransaction,
             let recorded = row.proofDigest, recorded != verified.digest, row.originalTransactionID == verified.originalTransactionID
         else { return nil }
@@ -245,9 +248,9 @@ public struct Entitlements: Sendable {
     /// is served; any other proof is kept apart under `keptUnder` (a transaction it claims),
     /// within the policy's bounds, and the client retries later.
     private func outage(
-        _ candidates: [String], keptUnder: String?, draft: @Sendable (String) -> PendingProofDraft, _ request: ClaimRequest,
+        _ candidates: [String], keptUnder: String?, draft: @Sendable (String) -> PendingProofDraft, _ request: EntitlementRequest,
         retryAfter: Duration
-    ) async throws -> Claim {
+    ) async throws -> EntitlementVerdict {
         let now = now()
         for id in candidates {
             let probe = draft(id)
@@ -271,7 +274,7 @@ public struct Entitlements: Sendable {
         return .unavailable(retryAfter: retryAfter)
     }
 
-    func entitled(_ row: Fulfilment) -> Claim {
+    func entitled(_ row: Fulfilment) -> EntitlementVerdict {
         .entitled(row, token: tokens.token(transactionID: row.transactionID, productID: row.productID, now: now()))
     }
 }

@@ -185,7 +185,10 @@ public struct ObjectContentStore: ContentStore {
         guard let check, !check.matches else { return }
         StockroomMetrics.objectStoreError(operation: "read", .badAnswer("checksum"))
         logger.error(
-            "the object store sent bytes whose CRC-32C is not the one computed with the published SHA-256; the download was cut before its end",
+            """
+            the object store sent bytes whose CRC-32C is not the one computed with the published SHA-256; the download was cut before \
+            its end
+            """,
             metadata: ["key": .string(key)])
         throw ContentError.changedSinceHashed(key)
     }

@@ -36,7 +36,10 @@ public enum StartupError: Error, CustomStringConvertible {
         case .tokenSecret(nil, let reason): reason
         case .simulatorNeedsPort: "the built-in simulator (--upstream simulator) needs a fixed --port, not 0"
         case .simulatorNeedsLoopback(let host):
-            "the built-in simulator (--upstream simulator) is a test tool and serves only a loopback --host (127.0.0.1, ::1, localhost), not \"\(host)\""
+            """
+            the built-in simulator (--upstream simulator) is a test tool and serves only a loopback --host (127.0.0.1, ::1, \
+            localhost), not \"\(host)\"
+            """
         case .trustRootWithApple: "--trust-root is for --upstream URL; with --upstream apple only Apple's roots are trusted"
         case .appStoreKey(let path, let reason): "the App Store Server API key \"\(path)\" cannot be used: \(reason)"
         case .appStoreKeyIncomplete: "the App Store Server API needs --app-store-key, --app-store-key-id and --app-store-issuer-id together"

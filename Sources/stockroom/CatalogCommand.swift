@@ -25,7 +25,10 @@ struct CatalogCommand: AsyncParsableCommand {
                 do throws(CatalogError) {
                     let catalog = try await bucket.loader.load()
                     print(
-                        "ok: \(catalog.products.count) product\(catalog.products.count == 1 ? "" : "s"), catalogue version \(catalog.version)"
+                        """
+                        ok: \(catalog.products.count) product\(catalog.products.count == 1 ? "" : "s"), catalogue version \
+                        \(catalog.version)
+                        """
                     )
                 } catch {
                     for problem in error.problems { print(problem) }

@@ -17,7 +17,10 @@ struct ClientConnection: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "A pinned public key of the server, curl's spelling: sha256//BASE64 (several joined by ';', or repeated); not an object store's.",
+            """
+            A pinned public key of the server, curl's spelling: sha256//BASE64 (several joined by ';', or repeated); not an object \
+            store's.
+            """,
             valueName: "sha256//…"))
     var pin: [String] = []
 

@@ -180,7 +180,10 @@ struct BucketCatalog {
             Double((ContinuousClock.now - started).components.attoseconds) / 1e18
             + Double((ContinuousClock.now - started).components.seconds)
         print(
-            "pushed \(productID): s3://\(location.bucket)/\(objectKey), \(uploaded.head.size) bytes in \(String(format: "%.1f", seconds)) s, sha256 \(uploaded.digest.sha256)"
+            """
+            pushed \(productID): s3://\(location.bucket)/\(objectKey), \(uploaded.head.size) bytes in \
+            \(String(format: "%.1f", seconds)) s, sha256 \(uploaded.digest.sha256)
+            """
         )
         print("\(loader.catalogName) written (\(catalogFile.products.count) products); running servers publish it at their next poll")
     }

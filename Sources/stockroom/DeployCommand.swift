@@ -44,7 +44,10 @@ struct DeployNginxCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Stockroom's URL as nginx reaches it, e.g. http://127.0.0.1:8080; repeat it for several instances sharing one PostgreSQL ledger.",
+            """
+            Stockroom's URL as nginx reaches it, e.g. http://127.0.0.1:8080; repeat it for several instances sharing one PostgreSQL \
+            ledger.
+            """,
             valueName: "url"))
     var stockroom: [String]
 

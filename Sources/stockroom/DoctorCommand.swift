@@ -13,8 +13,8 @@ struct DoctorCommand: AsyncParsableCommand {
             Server API key file is readable and a P-256 key; a shared secret is set when the \
             catalogue sells auto-renewable subscriptions (Apple needs it to verify their \
             receipts); the ledger can be written (nothing is created or changed) and at least 100 \
-            MiB are free beside it, or, for a postgres:// ledger, the database answers; the upstream's verifyReceipt answers; and this machine's \
-            clock is within 60 s of the upstream's Date header.
+            MiB are free beside it, or, for a postgres:// ledger, the database answers; the upstream's verifyReceipt answers; and \
+            this machine's clock is within 60 s of the upstream's Date header.
 
             Exits 0 when every check passes, 1 when any fails.
             """

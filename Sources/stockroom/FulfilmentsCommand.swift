@@ -25,7 +25,10 @@ struct FulfilmentsCommand: AsyncParsableCommand {
 
         @Flag(
             help:
-                "Only transactions whose Finish Transaction call is still queued (Apple down, or waiting for a retry), with its tries and last error."
+                """
+                Only transactions whose Finish Transaction call is still queued (Apple down, or waiting for a retry), with its tries \
+                and last error.
+                """
         )
         var unfinished = false
 
@@ -105,7 +108,10 @@ struct FulfilmentsCommand: AsyncParsableCommand {
             }
             print(TextTable.render([header] + table))
             print(
-                "\(proofs.count) kept proof\(proofs.count == 1 ? "" : "s"); `stockroom refulfil --pending` verifies them (`stockroom refulfil ID` those of one transaction)"
+                """
+                \(proofs.count) kept proof\(proofs.count == 1 ? "" : "s"); `stockroom refulfil --pending` verifies them (`stockroom \
+                refulfil ID` those of one transaction)
+                """
             )
         }
     }

@@ -9,19 +9,28 @@ import StockroomServer
 struct LifecycleOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "When Stockroom calls Finish Transaction itself: acknowledged (the app confirmed it has the content), delivered (a whole copy went out), or off (STOCKROOM_FINISH_ON; default acknowledged).",
+            """
+            When Stockroom calls Finish Transaction itself: acknowledged (the app confirmed it has the content), delivered (a whole \
+            copy went out), or off (STOCKROOM_FINISH_ON; default acknowledged).
+            """,
             valueName: "acknowledged|delivered|off"))
     var finishOn: String?
 
     @Option(
         help: ArgumentHelp(
-            "The refund outcome to tell Apple when it asks for consumption information: none, decline, grant-full, grant-prorated (STOCKROOM_REFUND_PREFERENCE; default none).",
+            """
+            The refund outcome to tell Apple when it asks for consumption information: none, decline, grant-full, grant-prorated \
+            (STOCKROOM_REFUND_PREFERENCE; default none).
+            """,
             valueName: "preference"))
     var refundPreference: String?
 
     @Option(
         help: ArgumentHelp(
-            "What a prorated refund (REFUND with revocationType REFUND_PRORATED) does: revoke the content, or keep it (STOCKROOM_PRORATED_REFUND; default revoke).",
+            """
+            What a prorated refund (REFUND with revocationType REFUND_PRORATED) does: revoke the content, or keep it \
+            (STOCKROOM_PRORATED_REFUND; default revoke).
+            """,
             valueName: "revoke|keep"))
     var proratedRefund: String?
 

@@ -61,7 +61,10 @@ struct NotificationsCommand: AsyncParsableCommand {
                 do {
                     let done = try await sync.run(query, environment: environment) { progress in
                         ProgressLine.show(
-                            "\(progress.environment.rawValue): \(ProgressLine.bar(progress.covered)) page \(progress.pages), \(progress.seen) notification\(progress.seen == 1 ? "" : "s"), \(progress.applied) applied"
+                            """
+                            \(progress.environment.rawValue): \(ProgressLine.bar(progress.covered)) page \(progress.pages), \
+                            \(progress.seen) notification\(progress.seen == 1 ? "" : "s"), \(progress.applied) applied
+                            """
                         )
                     }
                     ProgressLine.finish()
@@ -78,8 +81,15 @@ struct NotificationsCommand: AsyncParsableCommand {
         static func summary(_ progress: NotificationSync.Progress) -> String {
             let effects = progress.effects.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
             return
-                "\(progress.environment.rawValue): \(progress.seen) notification\(progress.seen == 1 ? "" : "s") in \(progress.pages) page\(progress.pages == 1 ? "" : "s"): "
-                + "\(progress.applied) applied\(effects.isEmpty ? "" : " (\(effects))"), \(progress.duplicates) already recorded, \(progress.refused) refused (did not verify)"
+                """
+                \(progress.environment.rawValue): \(progress.seen) notification\(progress.seen == 1 ? "" : "s") in \(progress.pages) \
+                page\(progress.pages == 1 ? "" : "s"):
+                """
+                    + " "
+                        + """
+                        \(progress.applied) applied\(effects.isEmpty ? "" : " (\(effects))"), \(progress.duplicates) already recorded, \
+                        \(progress.refused) refused (did not verify)
+                        """
         }
     }
 }

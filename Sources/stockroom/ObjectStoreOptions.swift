@@ -22,7 +22,10 @@ struct ObjectStoreOptions: ParsableArguments {
     @Option(
         name: .customLong("s3-addressing"),
         help:
-            "path (https://endpoint/BUCKET/KEY) or virtual (https://BUCKET.endpoint/KEY) (STOCKROOM_S3_ADDRESSING; default virtual for AWS, path with --s3-endpoint)."
+            """
+            path (https://endpoint/BUCKET/KEY) or virtual (https://BUCKET.endpoint/KEY) (STOCKROOM_S3_ADDRESSING; default virtual for \
+            AWS, path with --s3-endpoint).
+            """
     )
     var s3Addressing: String?
 

@@ -21,7 +21,10 @@ struct ServerOptions: ParsableArguments {
 
     @Option(
         help:
-            "Folder content files are served from, and confined to, or s3://BUCKET/PREFIX for content in a bucket (STOCKROOM_CONTENT; default content)."
+            """
+            Folder content files are served from, and confined to, or s3://BUCKET/PREFIX for content in a bucket (STOCKROOM_CONTENT; \
+            default content).
+            """
     )
     var content: String?
 
@@ -121,7 +124,10 @@ struct UpstreamOptions: ParsableArguments {
 
     @Option(
         help:
-            "App Store Server API key file (.p8) (STOCKROOM_APP_STORE_KEY); with its key and issuer IDs, signed transactions are confirmed with the API."
+            """
+            App Store Server API key file (.p8) (STOCKROOM_APP_STORE_KEY); with its key and issuer IDs, signed transactions are \
+            confirmed with the API.
+            """
     )
     var appStoreKey: String?
 

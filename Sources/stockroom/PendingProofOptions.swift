@@ -10,25 +10,37 @@ struct PendingProofOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Unverified proofs kept in all during App Store outages, every status counted; past it, none is kept (STOCKROOM_MAX_PENDING_PROOFS; default \(PendingProofOptions.defaults.maxPendingProofs)).",
+            """
+            Unverified proofs kept in all during App Store outages, every status counted; past it, none is kept \
+            (STOCKROOM_MAX_PENDING_PROOFS; default \(PendingProofOptions.defaults.maxPendingProofs)).
+            """,
             valueName: "count"))
     var maxPendingProofs: Int?
 
     @Option(
         help: ArgumentHelp(
-            "Unverified proofs kept from one client address, every status counted (STOCKROOM_MAX_PENDING_PROOFS_PER_CLIENT; default \(PendingProofOptions.defaults.maxPendingProofsPerClient)).",
+            """
+            Unverified proofs kept from one client address, every status counted (STOCKROOM_MAX_PENDING_PROOFS_PER_CLIENT; default \
+            \(PendingProofOptions.defaults.maxPendingProofsPerClient)).
+            """,
             valueName: "count"))
     var maxPendingProofsPerClient: Int?
 
     @Option(
         help: ArgumentHelp(
-            "The longest unverified proof kept, in bytes (STOCKROOM_MAX_PENDING_PROOF_SIZE; default \(PendingProofOptions.defaults.maxPendingProofSize)).",
+            """
+            The longest unverified proof kept, in bytes (STOCKROOM_MAX_PENDING_PROOF_SIZE; default \
+            \(PendingProofOptions.defaults.maxPendingProofSize)).
+            """,
             valueName: "bytes"))
     var maxPendingProofSize: Int?
 
     @Option(
         help: ArgumentHelp(
-            "How long a proof the App Store rejected stays before it is purged (STOCKROOM_REJECTED_PROOF_RETENTION; default \(DurationArgument.format(PendingProofOptions.defaults.rejectedProofRetention))).",
+            """
+            How long a proof the App Store rejected stays before it is purged (STOCKROOM_REJECTED_PROOF_RETENTION; default \
+            \(DurationArgument.format(PendingProofOptions.defaults.rejectedProofRetention))).
+            """,
             valueName: "duration"))
     var rejectedProofRetention: String?
 

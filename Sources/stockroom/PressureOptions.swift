@@ -13,7 +13,11 @@ struct PressureOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Client connections open at once; past it, a new one is answered 503 and closed (STOCKROOM_MAX_CONNECTIONS; default: from the descriptor limit, which serve raises to its hard limit at start, leaving room for files, the ledger and upstream calls).",
+            """
+            Client connections open at once; past it, a new one is answered 503 and closed (STOCKROOM_MAX_CONNECTIONS; default: from \
+            the descriptor limit, which serve raises to its hard limit at start, leaving room for files, the ledger and upstream \
+            calls).
+            """,
             valueName: "count"))
     var maxConnections: Int?
 
@@ -24,13 +28,20 @@ struct PressureOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Bytes per second a request body must average after its first 5 seconds; 0 off (STOCKROOM_BODY_MIN_RATE; default \(defaults.bodyMinimumRate)).",
+            """
+            Bytes per second a request body must average after its first 5 seconds; 0 off (STOCKROOM_BODY_MIN_RATE; default \
+            \(defaults.bodyMinimumRate)).
+            """,
             valueName: "bytes"))
     var bodyMinRate: Int?
 
     @Option(
         help: ArgumentHelp(
-            "Bytes per second a client must read a response at, measured over each --send-timeout window while bytes wait; a slower stream is closed and recorded interrupted, and the client resumes; 0 off (STOCKROOM_MIN_SEND_RATE; default \(defaults.minimumSendRate)).",
+            """
+            Bytes per second a client must read a response at, measured over each --send-timeout window while bytes wait; a slower \
+            stream is closed and recorded interrupted, and the client resumes; 0 off (STOCKROOM_MIN_SEND_RATE; default \
+            \(defaults.minimumSendRate)).
+            """,
             valueName: "bytes"))
     var minSendRate: Int?
 
@@ -45,19 +56,29 @@ struct PressureOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "A proxy whose X-Forwarded-For and X-Forwarded-Proto count, as an address or CIDR block; repeatable (STOCKROOM_TRUSTED_PROXY, comma-separated; default none: every client is its connection's peer). `stockroom deploy nginx` says which to name.",
+            """
+            A proxy whose X-Forwarded-For and X-Forwarded-Proto count, as an address or CIDR block; repeatable \
+            (STOCKROOM_TRUSTED_PROXY, comma-separated; default none: every client is its connection's peer). `stockroom deploy nginx` \
+            says which to name.
+            """,
             valueName: "address"))
     var trustedProxy: [String] = []
 
     @Option(
         help: ArgumentHelp(
-            "Serve /metrics on this loopback host:port only, not on the public port (STOCKROOM_METRICS_ADDRESS; default: on the main port).",
+            """
+            Serve /metrics on this loopback host:port only, not on the public port (STOCKROOM_METRICS_ADDRESS; default: on the main \
+            port).
+            """,
             valueName: "host:port"))
     var metricsAddress: String?
 
     @Option(
         help: ArgumentHelp(
-            "Concurrent content streams to one client address, an IPv6 /64 counted as one (STOCKROOM_MAX_DOWNLOADS_PER_CLIENT; default \(StockroomServer.ServerConfiguration().maxDownloadsPerClient)).",
+            """
+            Concurrent content streams to one client address, an IPv6 /64 counted as one (STOCKROOM_MAX_DOWNLOADS_PER_CLIENT; default \
+            \(StockroomServer.ServerConfiguration().maxDownloadsPerClient)).
+            """,
             valueName: "count"))
     var maxDownloadsPerClient: Int?
 

@@ -62,7 +62,10 @@ extension ReceiptCommand {
     struct Inspect: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract:
-                "Read a base64 receipt locally: an app receipt's bundle, creation date, purchases and signature chain, or an iOS 6 transaction receipt's fields.",
+                """
+                Read a base64 receipt locally: an app receipt's bundle, creation date, purchases and signature chain, or an iOS 6 \
+                transaction receipt's fields.
+                """,
             discussion: """
                 An app receipt's chain is checked against Apple Inc. Root Certificate unless --root names
                 another PEM (the simulator publishes its own at /sim/root.pem), at the receipt's creation

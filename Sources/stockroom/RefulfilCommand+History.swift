@@ -45,7 +45,10 @@ extension RefulfilCommand {
         let revoked = report.count(.revoked)
         let other = skipped.count - notInCatalogue - revoked
         print(
-            "restored \(report.restored.count), skipped \(notInCatalogue) not in the catalogue, \(revoked) revoked\(other > 0 ? ", \(other) other" : "")"
+            """
+            restored \(report.restored.count), skipped \(notInCatalogue) not in the catalogue, \(revoked) \
+            revoked\(other > 0 ? ", \(other) other" : "")
+            """
         )
     }
 

@@ -88,7 +88,10 @@ struct RefulfilCommand: AsyncParsableCommand {
             let counts = Dictionary(grouping: outcomes, by: \.kind).mapValues(\.count)
             let summary = Reverification.Kind.allCases.compactMap { kind in counts[kind].map { "\($0) \(kind.rawValue)" } }
             print(
-                "\(dryRun ? "dry run: " : "")re-verified \(outcomes.count): \(summary.isEmpty ? "nothing to do" : summary.joined(separator: ", "))"
+                """
+                \(dryRun ? "dry run: " : "")re-verified \(outcomes.count): \
+                \(summary.isEmpty ? "nothing to do" : summary.joined(separator: ", "))
+                """
             )
         }
         if outcomes.contains(where: { $0.kind == .unavailable }) { throw ExitCode(1) }

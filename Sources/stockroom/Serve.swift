@@ -95,13 +95,19 @@ struct LimitOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Concurrent content streams in total; past it, 429 with Retry-After (STOCKROOM_MAX_DOWNLOADS; default \(LimitOptions.defaults.maxDownloads)).",
+            """
+            Concurrent content streams in total; past it, 429 with Retry-After (STOCKROOM_MAX_DOWNLOADS; default \
+            \(LimitOptions.defaults.maxDownloads)).
+            """,
             valueName: "count"))
     var maxDownloads: Int?
 
     @Option(
         help: ArgumentHelp(
-            "Concurrent content streams of one purchase, its original transaction, restores included (STOCKROOM_MAX_DOWNLOADS_PER_PURCHASE; default \(LimitOptions.defaults.maxDownloadsPerPurchase)).",
+            """
+            Concurrent content streams of one purchase, its original transaction, restores included \
+            (STOCKROOM_MAX_DOWNLOADS_PER_PURCHASE; default \(LimitOptions.defaults.maxDownloadsPerPurchase)).
+            """,
             valueName: "count"))
     var maxDownloadsPerPurchase: Int?
 
@@ -111,7 +117,10 @@ struct LimitOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Requests that reach the App Store per client address, as requests/period (30/m, 100/h, 10/30s) or off (STOCKROOM_UPSTREAM_RATE; default \(UpstreamRate.default)).",
+            """
+            Requests that reach the App Store per client address, as requests/period (30/m, 100/h, 10/30s) or off \
+            (STOCKROOM_UPSTREAM_RATE; default \(UpstreamRate.default)).
+            """,
             valueName: "rate"))
     var upstreamRate: String?
 
@@ -190,7 +199,10 @@ struct LimitOptions: ParsableArguments {
 struct OffloadOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Who sends content bytes: off (Stockroom streams them) or x-accel-redirect (nginx sends them; `stockroom deploy nginx` prints its site) (STOCKROOM_OFFLOAD; default off).",
+            """
+            Who sends content bytes: off (Stockroom streams them) or x-accel-redirect (nginx sends them; `stockroom deploy nginx` \
+            prints its site) (STOCKROOM_OFFLOAD; default off).
+            """,
             valueName: "mode"))
     var offload: String?
 
@@ -201,7 +213,10 @@ struct OffloadOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Loopback address:port where nginx's syslog delivery reports arrive (STOCKROOM_OFFLOAD_REPORT; default \(StockroomServer.OffloadReportAddress.default)).",
+            """
+            Loopback address:port where nginx's syslog delivery reports arrive (STOCKROOM_OFFLOAD_REPORT; default \
+            \(StockroomServer.OffloadReportAddress.default)).
+            """,
             valueName: "addr:port"))
     var offloadReport: String?
 

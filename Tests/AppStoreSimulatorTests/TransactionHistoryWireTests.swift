@@ -148,7 +148,10 @@ private struct EndlessHistory: UpstreamTransport {
     func send(_ request: UpstreamRequest) async throws(UpstreamError) -> UpstreamResponse {
         let page = await Self.calls.increment()
         let body =
-            #"{"signedTransactions":[],"hasMore":true,"revision":"r\#(page)","bundleId":"com.example.stockroom.demo","environment":"Production"}"#
+            #"""
+            {"signedTransactions":[],"hasMore":true,"revision":"r\#(page)","bundleId":"com.example.stockroom.demo",\#
+            "environment":"Production"}
+            """#
         return UpstreamResponse(status: 200, body: Array(body.utf8))
     }
 

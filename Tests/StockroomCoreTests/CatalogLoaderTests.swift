@@ -33,7 +33,10 @@ import Testing
     }
 
     static func entry(_ id: String = "com.example.book", file: String = "book.epub", type: String = "non-consumable") -> String {
-        #"{"productId": "\#(id)", "title": "Book", "type": "\#(type)", "file": "\#(file)", "contentType": "application/epub+zip", "contentVersion": "1"}"#
+        #"""
+        {"productId": "\#(id)", "title": "Book", "type": "\#(type)", "file": "\#(file)", "contentType": "application/epub+zip", \#
+        "contentVersion": "1"}
+        """#
     }
 
     @Test func loadsAValidCatalogueWithSizeAndDigestFromTheFile() throws {
@@ -72,7 +75,10 @@ import Testing
         try fixture.write(#"{"products": [\#(Self.entry(type: "subscription"))]}"#)
         #expect(
             fixture.problems() == [
-                #"product 1 (com.example.book): type "subscription" must be one of non-consumable, consumable, auto-renewable, non-renewing"#
+                #"""
+                product 1 (com.example.book): type "subscription" must be one of non-consumable, consumable, auto-renewable, \#
+                non-renewing
+                """#
             ])
     }
 
@@ -108,7 +114,11 @@ import Testing
         try FileManager.default.createSymbolicLink(
             atPath: fixture.root.path + "/content/link.txt", withDestinationPath: fixture.root.path + "/secret.txt")
         try fixture.write(
-            #"{"products": [\#(Self.entry("a.b", file: "../secret.txt")), \#(Self.entry("a.c", file: fixture.root.path + "/secret.txt")), \#(Self.entry("a.d", file: "link.txt")), \#(Self.entry("a.e", file: "x/../../secret.txt"))]}"#
+            #"""
+            {"products": [\#(Self.entry("a.b", file: "../secret.txt")), \#
+            \#(Self.entry("a.c", file: fixture.root.path + "/secret.txt")), \#(Self.entry("a.d", file: "link.txt")), \#
+            \#(Self.entry("a.e", file: "x/../../secret.txt"))]}
+            """#
         )
         #expect(
             fixture.problems() == [

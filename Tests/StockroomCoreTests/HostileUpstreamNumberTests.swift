@@ -71,8 +71,14 @@ import Testing
 
     @Test(arguments: [
         #"{"status": 1e30}"#, #"{"status": -1e30}"#, #"{"status": "99999999999999999999"}"#, #"{"status": 9223372036854775808}"#,
-        #"{"status": 0, "receipt": {"bundle_id": "a.b", "in_app": [{"product_id": "p", "transaction_id": 1e30, "purchase_date_ms": 1e30, "quantity": 1e30}]}}"#,
-        #"{"status": 0, "receipt": {"bundle_id": "a.b", "in_app": [{"product_id": "p", "transaction_id": "1", "purchase_date_ms": "99999999999999999999", "cancellation_date_ms": -1e300}]}}"#,
+        #"""
+        {"status": 0, "receipt": {"bundle_id": "a.b", "in_app": [{"product_id": "p", "transaction_id": 1e30, "purchase_date_ms": \#
+        1e30, "quantity": 1e30}]}}
+        """#,
+        #"""
+        {"status": 0, "receipt": {"bundle_id": "a.b", "in_app": [{"product_id": "p", "transaction_id": "1", "purchase_date_ms": \#
+        "99999999999999999999", "cancellation_date_ms": -1e300}]}}
+        """#,
         #"{"status": 0, "latest_receipt_info": [{"product_id": "p", "transaction_id": "1", "quantity": "9223372036854775808"}]}"#,
         #"{"status": 21100.5, "is-retryable": 1e30}"#,
     ])

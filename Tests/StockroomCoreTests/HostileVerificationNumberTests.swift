@@ -87,8 +87,11 @@ import Testing
             try JSONDecoder().decode(
                 SignedTransaction.self,
                 from: Data(
-                    #"{"transactionId": "1", "productId": "p", "bundleId": "b", "environment": "Production", "purchaseDate": 1, "signedDate": 1e30}"#
-                        .utf8))
+                    #"""
+                    {"transactionId": "1", "productId": "p", "bundleId": "b", "environment": "Production", "purchaseDate": 1, \#
+                    "signedDate": 1e30}
+                    """#
+                    .utf8))
         }
     }
 

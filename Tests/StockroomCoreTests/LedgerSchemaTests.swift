@@ -28,7 +28,10 @@ import Testing
             let tables = try String.fetchAll(
                 db,
                 sql:
-                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations' ORDER BY name"
+                    """
+                    SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations' \
+                    ORDER BY name
+                    """
             )
             var columns: [Column] = []
             for table in tables {

@@ -20,14 +20,14 @@ import Testing
             environment: .production, expiresAt: expiresAt, revokedAt: revokedAt, appAccountToken: account, kind: .receipt, proof: proof)
     }
 
-    static func download(_ product: String = "com.example.book", account: String? = nil) -> ClaimTerms {
-        ClaimTerms(requestedProductID: product, appAccountToken: account, checksAccount: true, countsAttempt: true)
+    static func download(_ product: String = "com.example.book", account: String? = nil) -> ProofTerms {
+        ProofTerms(requestedProductID: product, appAccountToken: account, checksAccount: true, countsAttempt: true)
     }
 
     @Test(arguments: LedgerEngine.allCases) func theHappyPathMovesThroughEveryState(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
-            guard case .entitled(let row) = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now) else {
+            guard case .entitled(let row) = try await ledger.recordProof(Self.proof("1"), terms: Self.download(), now: Self.now) else {
                 Issue.record("a verified proof entitles")
                 return
             }
@@ -46,7 +46,7 @@ import Testing
     {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
-            let decision = try await ledger.claim(
+            let decision = try await ledger.recordProof(
                 Self.proof("1", product: "com.example.cheap"), terms: Self.download("com.example.dear"), now: Self.now)
             #expect(decision == .refused(.rejected(.productMismatch(transactionID: "1", productID: "com.example.dear"))))
             #expect(try await ledger.fulfilment("1") == nil)
@@ -56,10 +56,10 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func theProofDecidesTheProductOnReverification(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
-            _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
+            _ = try await ledger.recordProof(Self.proof("1"), terms: Self.download(), now: Self.now)
             // A row recorded wrongly by an older version: the verified proof corrects it.
             try await test.execute("UPDATE fulfilments SET product_id = 'com.example.dear'")
-            _ = try await ledger.claim(Self.proof("1"), terms: .reverification, now: Self.now)
+            _ = try await ledger.recordProof(Self.proof("1"), terms: .reverification, now: Self.now)
             #expect(try await ledger.fulfilment("1")?.productID == "com.example.book")
         }
     }
@@ -69,8 +69,8 @@ import Testing
     ) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
-            _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
-            _ = try await ledger.claim(Self.proof("2", original: "1"), terms: Self.download(), now: Self.now)
+            _ = try await ledger.recordProof(Self.proof("1"), terms: Self.download(), now: Self.now)
+            _ = try await ledger.recordProof(Self.proof("2", original: "1"), terms: Self.download(), now: Self.now)
             let purchase = RevokedPurchase(transactionID: "1", originalTransactionID: "1", productID: nil, bundleID: nil, environment: nil)
             #expect(
                 try await ledger.revoke(purchase, cause: .operatorAction, reason: "chargeback", now: Self.now).map(\.transactionID) == [
@@ -78,7 +78,8 @@ import Testing
                 ])
             // A verified proof does not undo it, nor does a refund's reversal.
             #expect(
-                try await ledger.claim(Self.proof("1"), terms: .reverification, now: Self.now) == .refused(.revoked(transactionID: "1")))
+                try await ledger.recordProof(Self.proof("1"), terms: .reverification, now: Self.now)
+                    == .refused(.revoked(transactionID: "1")))
             #expect(try await ledger.reverseRefund(originalTransactionID: "1", now: Self.now).isEmpty)
             #expect(try await ledger.fulfilment("2")?.state == .revoked)
             // A refund on top: reinstating lifts the operator's cause only.
@@ -93,10 +94,10 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func aRestoreOfARevokedPurchaseIsRecordedRevoked(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
-            _ = try await ledger.claim(Self.proof("1", revokedAt: Self.now), terms: Self.download(), now: Self.now)
+            _ = try await ledger.recordProof(Self.proof("1", revokedAt: Self.now), terms: Self.download(), now: Self.now)
             #expect(try await ledger.fulfilment("1")?.state == .revoked)
             #expect(
-                try await ledger.claim(Self.proof("2", original: "1"), terms: Self.download(), now: Self.now)
+                try await ledger.recordProof(Self.proof("2", original: "1"), terms: Self.download(), now: Self.now)
                     == .refused(.revoked(transactionID: "2")))
             let restore = try #require(try await ledger.fulfilment("2"))
             #expect(restore.state == .revoked && restore.revokedByRefundAt != nil)
@@ -107,9 +108,10 @@ import Testing
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
             let owner = "8f2e6a4c-0000-4000-8000-000000000001"
-            _ = try await ledger.claim(Self.proof("1", account: owner), terms: Self.download(account: owner), now: Self.now)
+            _ = try await ledger.recordProof(Self.proof("1", account: owner), terms: Self.download(account: owner), now: Self.now)
             #expect(
-                try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now) == .refused(.claimed(transactionID: "1")))
+                try await ledger.recordProof(Self.proof("1"), terms: Self.download(), now: Self.now)
+                    == .refused(.claimed(transactionID: "1")))
             let digest = VerifiedProof.digest(of: "cmVjZWlwdA==")
             #expect(
                 try await ledger.serveRecordedProof(
@@ -126,11 +128,11 @@ import Testing
             let ledger = test.ledger
             let later = Self.now.addingTimeInterval(3600)
             #expect(
-                try await ledger.claim(Self.proof("1", expiresAt: later), terms: Self.download(), now: Self.now)
+                try await ledger.recordProof(Self.proof("1", expiresAt: later), terms: Self.download(), now: Self.now)
                     != .refused(.expired(transactionID: "1")))
             #expect(try await ledger.resume("1", productID: "com.example.book", now: later) == .refused(.expired(transactionID: "1")))
             #expect(
-                try await ledger.claim(Self.proof("1", expiresAt: later), terms: Self.download(), now: later)
+                try await ledger.recordProof(Self.proof("1", expiresAt: later), terms: Self.download(), now: later)
                     == .refused(.expired(transactionID: "1")))
         }
     }
@@ -152,7 +154,7 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func theAttemptsLogStaysBounded(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
-            _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
+            _ = try await ledger.recordProof(Self.proof("1"), terms: Self.download(), now: Self.now)
             for start in 0..<Int64(60) {
                 try await ledger.recordDelivery(
                     "1", report: DeliveryReport(range: start...start, bytesSent: 1, complete: true), fileSize: 100, now: Date())
@@ -165,7 +167,7 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func anInterruptedOrPartialBodyDoesNotDeliver(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
-            _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
+            _ = try await ledger.recordProof(Self.proof("1"), terms: Self.download(), now: Self.now)
             try await ledger.recordDelivery(
                 "1", report: DeliveryReport(range: 0...99, bytesSent: 40, complete: false), fileSize: 100, now: Date())
             try await ledger.recordDelivery(
@@ -182,17 +184,26 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func theSchemaRefusesUnknownStatesAndDuplicates(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
-            _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
+            _ = try await ledger.recordProof(Self.proof("1"), terms: Self.download(), now: Self.now)
             // The same SQL on both engines; each must be refused by the schema, not by a typo.
             let refused = [
                 "UPDATE fulfilments SET state = 'gift'",
                 "UPDATE fulfilments SET attempts = -1",
                 "UPDATE fulfilments SET proof = NULL",
-                "INSERT INTO pending_proofs (transaction_id, proof_digest, proof_kind, proof, requested_product_id, status, created_at, updated_at) VALUES ('1', 'd', 'receipt', 'p', 'x', 'lost', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)",
-                "INSERT INTO notifications (notification_uuid, notification_type, outcome, received_at) VALUES ('n-1', 'REFUND', 'revoked', CURRENT_TIMESTAMP)",
+                """
+                INSERT INTO pending_proofs (transaction_id, proof_digest, proof_kind, proof, requested_product_id, status, \
+                created_at, updated_at) VALUES ('1', 'd', 'receipt', 'p', 'x', 'lost', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+                """,
+                """
+                INSERT INTO notifications (notification_uuid, notification_type, outcome, received_at) VALUES ('n-1', 'REFUND', \
+                'revoked', CURRENT_TIMESTAMP)
+                """,
             ]
             try await test.execute(
-                "INSERT INTO notifications (notification_uuid, notification_type, outcome, received_at) VALUES ('n-1', 'REFUND', 'revoked', CURRENT_TIMESTAMP)"
+                """
+                INSERT INTO notifications (notification_uuid, notification_type, outcome, received_at) VALUES ('n-1', 'REFUND', \
+                'revoked', CURRENT_TIMESTAMP)
+                """
             )
             for sql in refused {
                 let error = await #expect(throws: (any Error).self, "\(sql)") { try await test.execute(sql) }
@@ -210,7 +221,7 @@ import Testing
                 let decisions = try await withThrowingTaskGroup(of: LedgerDecision.self) { group in
                     for index in 0..<32 {
                         let ledger = index.isMultiple(of: 2) ? test.ledger : second
-                        group.addTask { try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now) }
+                        group.addTask { try await ledger.recordProof(Self.proof("1"), terms: Self.download(), now: Self.now) }
                     }
                     return try await group.reduce(into: [LedgerDecision]()) { $0.append($1) }
                 }
@@ -224,7 +235,7 @@ import Testing
 
     @Test(arguments: LedgerEngine.allCases) func aRefundOnOneInstanceIsSeenByTheNextResumeOnTheOther(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
-            _ = try await test.ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
+            _ = try await test.ledger.recordProof(Self.proof("1"), terms: Self.download(), now: Self.now)
             try await test.another { second in
                 #expect(
                     try await second.resume("1", productID: "com.example.book", now: Self.now) != .refused(.revoked(transactionID: "1")))
@@ -242,7 +253,7 @@ import Testing
         let path = folder.path + "/ledger.sqlite"
         _ = FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644])
         let ledger = SQLiteLedger(database: try SQLiteDatabase(path: path))
-        _ = try await ledger.claim(Self.proof("1"), terms: Self.download(), now: Self.now)
+        _ = try await ledger.recordProof(Self.proof("1"), terms: Self.download(), now: Self.now)
         for file in [path, path + "-wal"] where FileManager.default.fileExists(atPath: file) {
             let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
             #expect(mode == 0o600, "\(file)")
@@ -263,7 +274,8 @@ import Testing
                 try db.execute(
                     sql: """
                         INSERT INTO fulfilments (transaction_id, original_transaction_id, product_id, bundle_id, proof_kind, proof, state,
-                          attempts, bytes_delivered, last_error, created_at, updated_at, revoked_at) VALUES (?, ?, 'com.example.dear', 'b', 'receipt', ' cmVj ZWlwdA== ', ?, 1, 0, ?, ?, ?, ?)
+                          attempts, bytes_delivered, last_error, created_at, updated_at, revoked_at) VALUES (?, ?, 'com.example.dear', \
+                        'b', 'receipt', ' cmVj ZWlwdA== ', ?, 1, 0, ?, ?, ?, ?)
                         """,
                     arguments: [id, id, state, error, Self.now, Self.now, state == "revoked" ? Self.now : nil])
             }

@@ -14,7 +14,7 @@ import Testing
     static func deliver(_ ledger: any Ledger, _ id: String, acknowledge: Bool, consent: Bool? = nil) async throws {
         var terms = LedgerTests.download()
         terms.customerConsented = consent
-        guard case .entitled = try await ledger.claim(LedgerTests.proof(id), terms: terms, now: now) else {
+        guard case .entitled = try await ledger.recordProof(LedgerTests.proof(id), terms: terms, now: now) else {
             Issue.record("not entitled")
             return
         }

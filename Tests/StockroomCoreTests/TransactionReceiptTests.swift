@@ -30,7 +30,10 @@ import Testing
     static func outer(_ info: String, extra: String = "\t\"environment\" = \"Sandbox\";\n") -> String {
         let encoded = ByteEncoding.base64(Array(info.utf8))
         return
-            "{\n\t\"signature\" = \"AoL5bAQx\";\n\t\"purchase-info\" = \"\(encoded)\";\n\(extra)\t\"pod\" = \"100\";\n\t\"signing-status\" = \"0\";\n}"
+            """
+            {\n\t\"signature\" = \"AoL5bAQx\";\n\t\"purchase-info\" = \"\(encoded)\";\n\(extra)\t\"pod\" = \
+            \"100\";\n\t\"signing-status\" = \"0\";\n}
+            """
     }
 
     @Test func applesLayoutIsReadWithoutTrustingIt() throws {
@@ -74,7 +77,10 @@ import Testing
 
     @Test func escapesCommentsBareWordsAndNestingAreUnderstood() throws {
         let info =
-            #"{ /* a comment */ "transaction-id" = 1000000000000009; "product-id" = "a.\"b\"\\c\U00e9\101"; nested = { list = (x, "y", ); }; }"#
+            #"""
+            { /* a comment */ "transaction-id" = 1000000000000009; "product-id" = "a.\"b\"\\c\U00e9\101"; nested = { list = (x, "y", \#
+            ); }; }
+            """#
         let receipt = try #require(TransactionReceipt.parse(Array(Self.outer(info, extra: "").utf8)))
         #expect(receipt.purchase.transactionID == "1000000000000009")
         #expect(receipt.purchase.productID == "a.\"b\"\\cé" + "A")

@@ -15,7 +15,11 @@ import Testing
     {
         let milliseconds = Int64(date.timeIntervalSince1970 * 1000)
         let payload =
-            #"{"transactionId":"\#(transaction)","originalTransactionId":"\#(transaction)","productId":"com.example.book","bundleId":"com.example.stockroom.demo","purchaseDate":\#(milliseconds),"environment":"Production","signedDate":\#(milliseconds)}"#
+            #"""
+            {"transactionId":"\#(transaction)","originalTransactionId":"\#(transaction)","productId":"com.example.book",\#
+            "bundleId":"com.example.stockroom.demo","purchaseDate":\#(milliseconds),"environment":"Production",\#
+            "signedDate":\#(milliseconds)}
+            """#
         return try chain.sign(payload: Array(payload.utf8))
     }
 
@@ -37,7 +41,10 @@ import Testing
         // The same chain, a payload changed after signing: the cached key refuses it.
         let parts = try Self.jws(transaction: "3").split(separator: ".").map(String.init)
         let forged =
-            #"{"transactionId":"4","productId":"com.example.book","bundleId":"com.example.stockroom.demo","signedDate":\#(Int64(Date().timeIntervalSince1970 * 1000))}"#
+            #"""
+            {"transactionId":"4","productId":"com.example.book","bundleId":"com.example.stockroom.demo",\#
+            "signedDate":\#(Int64(Date().timeIntervalSince1970 * 1000))}
+            """#
         let tampered = [parts[0], ByteEncoding.base64URL(Array(forged.utf8)), parts[2]].joined(separator: ".")
         #expect(verifier.verify(tampered) == .failure(.badSignature))
         #expect(cache.statistics.hits == 2, "the hit still checked the signature")

@@ -43,10 +43,10 @@ import Testing
     static func step(_ code: Int, _ world: inout World) throws {
         let id = transactions[(code / 10) % transactions.count]
         let now = world.clock + 1
-        let terms = ClaimTerms(requestedProductID: product, appAccountToken: nil, checksAccount: false, countsAttempt: true)
+        let terms = ProofTerms(requestedProductID: product, appAccountToken: nil, checksAccount: false, countsAttempt: true)
         switch code % 10 {
         case 0, 1:
-            let decision = try world.decide { try EntitlementRules.claim(proof(id, at: now), terms: terms, purchase: &$0, now: now) }
+            let decision = try world.decide { try EntitlementRules.recordProof(proof(id, at: now), terms: terms, purchase: &$0, now: now) }
             if world.revokedByOperator || world.revokedByRefund {
                 #expect(decision == .refused(.revoked(transactionID: id)), "a claim on a revoked purchase is refused")
             } else {
@@ -57,11 +57,13 @@ import Testing
             // A request that names another product than Apple sold: never an entitlement to it.
             var other = terms
             other.requestedProductID = "com.example.other"
-            let decision = try world.decide { try EntitlementRules.claim(proof(id, at: now), terms: other, purchase: &$0, now: now) }
+            let decision = try world.decide { try EntitlementRules.recordProof(proof(id, at: now), terms: other, purchase: &$0, now: now) }
             if case .entitled = decision { Issue.record("a request for another product was entitled under \(id)") }
         case 3:
             // Apple's answer says the transaction is revoked: the whole purchase is, for a refund.
-            _ = try world.decide { try EntitlementRules.claim(proof(id, revoked: true, at: now), terms: terms, purchase: &$0, now: now) }
+            _ = try world.decide {
+                try EntitlementRules.recordProof(proof(id, revoked: true, at: now), terms: terms, purchase: &$0, now: now)
+            }
             world.revokedByRefund = true
         case 4:
             let onRecord = !world.rows.isEmpty
@@ -127,9 +129,9 @@ import Testing
     /// the refund alone, so the reversal gave it back while the operator's revocation stood.
     @Test func aRefundReversedNeverLiftsAnOperatorsRevocationOfARestoreFirstSeenRefunded() throws {
         var world = World()
-        let terms = ClaimTerms(requestedProductID: Self.product, appAccountToken: nil, checksAccount: false, countsAttempt: true)
+        let terms = ProofTerms(requestedProductID: Self.product, appAccountToken: nil, checksAccount: false, countsAttempt: true)
         let now = world.clock
-        _ = try world.decide { try EntitlementRules.claim(Self.proof("1000", at: now), terms: terms, purchase: &$0, now: now) }
+        _ = try world.decide { try EntitlementRules.recordProof(Self.proof("1000", at: now), terms: terms, purchase: &$0, now: now) }
         _ = try world.decide {
             try EntitlementRules.revoke(
                 RevokedPurchase(
@@ -137,7 +139,7 @@ import Testing
                 cause: .operatorAction, reason: "chargeback", purchase: &$0, now: now)
         }
         _ = try world.decide {
-            try EntitlementRules.claim(Self.proof("1001", revoked: true, at: now), terms: terms, purchase: &$0, now: now)
+            try EntitlementRules.recordProof(Self.proof("1001", revoked: true, at: now), terms: terms, purchase: &$0, now: now)
         }
         #expect(world.rows["1001"]?.revokedByOperatorAt != nil, "the restore carries the operator's standing revocation")
         _ = try world.decide { try EntitlementRules.lift(.refund, reason: "refund reversed", purchase: &$0, now: now) }

@@ -98,7 +98,7 @@ final class EntitlementWorld {
         let product = rightProduct ? purchase.productId : Self.products.first { $0 != purchase.productId }!
         let account = (code / 3000) % 2 == 0 ? sale.account : nil
         var transactionID: String? = purchase.transactionId
-        let proof: ClaimProof
+        let proof: PresentedProof
         switch variant {
         case 0: proof = .receipt(purchase.receiptData)
         case 1: proof = .receipt(" " + String(purchase.receiptData.prefix(30)) + "\n" + String(purchase.receiptData.dropFirst(30)) + "\t")
@@ -109,9 +109,9 @@ final class EntitlementWorld {
             proof = .receipt(purchase.receiptData)
             transactionID = nil
         }
-        let request = ClaimRequest(
+        let request = EntitlementRequest(
             productID: product, transactionID: transactionID, proof: proof, appAccountToken: account, client: "127.0.0.1")
-        guard case .entitled(let row, _) = try await entitlements.claim(request) else { return }
+        guard case .entitled(let row, _) = try await entitlements.judge(request) else { return }
         // No unverified proof ever authorises bytes, and only for what it bought.
         let digest: String
         switch proof {

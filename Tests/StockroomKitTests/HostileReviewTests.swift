@@ -39,7 +39,10 @@ import Testing
             if request.line.contains("/ack") {
                 return [
                     .send(
-                        "HTTP/1.1 500 Internal Server Error\r\nHTTP/1.1 200 OK:\r\nContent-Type: application/json\r\nContent-Length: \(refusal.utf8.count)\r\n\r\n\(refusal)"
+                        """
+                        HTTP/1.1 500 Internal Server Error\r\nHTTP/1.1 200 OK:\r\nContent-Type: application/json\r\nContent-Length: \
+                        \(refusal.utf8.count)\r\n\r\n\(refusal)
+                        """
                     )
                 ]
             }
@@ -155,7 +158,10 @@ import Testing
         hasher.update(Data(body))
         let digest = Data(hasher.finalize()).base64EncodedString()
         let head =
-            "HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nETag: \"v1\"\r\nRepr-Digest: sha-256=:\(digest):\r\nX-Download-Token: t\r\nLocation: /v1/downloads/\(H.transaction)/content\r\n\r\n"
+            """
+            HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\nETag: \"v1\"\r\nRepr-Digest: sha-256=:\(digest):\r\nX-Download-Token: \
+            t\r\nLocation: /v1/downloads/\(H.transaction)/content\r\n\r\n
+            """
         let posts = ReviewCounter()
         let server = try ScriptedHTTPServer { request in
             if request.line.contains("/ack") { return H.acknowledged }

@@ -42,7 +42,11 @@ struct KitFixture: Sendable {
             try root.write("content/big.bin", bigBytes)
             try root.write(
                 "catalog/products.json",
-                #"{"products": [{"productId": "\#(book)", "title": "Book", "type": "non-consumable", "file": "books/book.epub", "contentType": "application/epub+zip", "contentVersion": "1"}, {"productId": "\#(big)", "title": "Big", "type": "non-consumable", "file": "big.bin", "contentType": "application/octet-stream", "contentVersion": "1"}]}"#
+                #"""
+                {"products": [{"productId": "\#(book)", "title": "Book", "type": "non-consumable", "file": "books/book.epub", \#
+                "contentType": "application/epub+zip", "contentVersion": "1"}, {"productId": "\#(big)", "title": "Big", "type": \#
+                "non-consumable", "file": "big.bin", "contentType": "application/octet-stream", "contentVersion": "1"}]}
+                """#
             )
             var configuration = ServerConfiguration()
             configuration.host = "127.0.0.1"

@@ -58,7 +58,10 @@ import Testing
         let plain = try #require(ServerOrigin(URL(string: "http://127.0.0.1:8080")!))
         let secure = try #require(ServerOrigin(URL(string: "https://content.example.com")!))
         let presigned =
-            "/bucket/books/book.epub?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F20261126%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=ab12"
+            """
+            /bucket/books/book.epub?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AK%2F20261126%2Fus-east-1%2Fs3%2Faws4_request&\
+            X-Amz-Signature=ab12
+            """
         for good in [
             "http://127.0.0.1:41119" + presigned, "https://bucket.s3.eu-west-1.amazonaws.com" + presigned,
             "HTTPS://Store.Example.com:443/k",
@@ -180,11 +183,16 @@ import Testing
         let folder = try TemporaryFolder()
         let keyOption = key == "ec" ? "-newkey ec -pkeyopt ec_paramgen_curve:P-256" : "-newkey \(key)"
         let version = extra == "-x509v1" ? "" : extra
+        let resign =
+            extra == "-x509v1"
+            ? "openssl req -new -key key.pem -subj /CN=v1 -out csr.pem; "
+                + "openssl x509 -req -in csr.pem -signkey key.pem -days 1 -out cert.pem"
+            : "true"
         let script = """
             set -e
             cd '\(folder.path)'
             openssl req -x509 \(keyOption) -nodes -keyout key.pem -out cert.pem -days 1 -subj /CN=test \(version) 2>/dev/null
-            \(extra == "-x509v1" ? "openssl req -new -key key.pem -subj /CN=v1 -out csr.pem; openssl x509 -req -in csr.pem -signkey key.pem -days 1 -out cert.pem 2>/dev/null" : "true")
+            \(resign) 2>/dev/null
             openssl x509 -in cert.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64 > pin.txt
             """
         let run = try await ChildProcess.run("/bin/sh", ["-c", script])

@@ -34,8 +34,12 @@ import Testing
                     Array(#"{"alg":"ES256","x5c":["\#(certificate)","\#(certificate)","\#(certificate)"]}"#.utf8))
                 let payload = ByteEncoding.base64URL(
                     Array(
-                        #"{"signedDate":\#(signedDate),"notificationType":"REFUND","notificationUUID":"u","transactionId":"1","originalTransactionId":"1","productId":"\#(Self.cheap)","bundleId":"com.example.stockroom.demo","purchaseDate":\#(signedDate),"environment":"Production"}"#
-                            .utf8))
+                        #"""
+                        {"signedDate":\#(signedDate),"notificationType":"REFUND","notificationUUID":"u","transactionId":"1",\#
+                        "originalTransactionId":"1","productId":"\#(Self.cheap)","bundleId":"com.example.stockroom.demo",\#
+                        "purchaseDate":\#(signedDate),"environment":"Production"}
+                        """#
+                        .utf8))
                 let jws = "\(header).\(payload).\(ByteEncoding.base64URL([UInt8](repeating: 7, count: 64)))"
                 let notification = try await fixture.client.execute(
                     uri: "/v1/notifications/appstore", method: .post,

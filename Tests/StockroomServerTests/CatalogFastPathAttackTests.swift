@@ -270,7 +270,10 @@ import Testing
             slow.send(Self.catalogue)
             #expect(await CatalogFastPathTests.read(1, from: slow).first?.status == 200)
             slow.send(
-                "POST /v1/downloads HTTP/1.1\r\nHost: stockroom\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+                """
+                POST /v1/downloads HTTP/1.1\r\nHost: stockroom\r\nContent-Type: application/json\r\nContent-Length: \
+                \(body.utf8.count)\r\n\r\n
+                """
             )
             // The trickle on a thread of its own, not the suite's tasks (whose stalls are idleness).
             let (answer, took) = await CatalogFastPathTests.onThread { () -> (CatalogFastPathTests.Answer?, Duration) in

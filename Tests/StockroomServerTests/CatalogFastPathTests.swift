@@ -145,7 +145,10 @@ import Testing
                 Self.catalogue
                     + "GET /healthz HTTP/1.1\r\nHost: stockroom\r\n\r\n"
                     + "GET /v1/catalog HTTP/1.1\r\nHost: stockroom\r\nIf-None-Match: \(route.etag)\r\n\r\n"
-                    + "POST /v1/downloads HTTP/1.1\r\nHost: stockroom\r\nContent-Type: application/json\r\nContent-Length: \(refused.utf8.count)\r\n\r\n\(refused)"
+                        + """
+                        POST /v1/downloads HTTP/1.1\r\nHost: stockroom\r\nContent-Type: application/json\r\nContent-Length: \
+                        \(refused.utf8.count)\r\n\r\n\(refused)
+                        """
                     + "GET /v1/catalog/com.example.book HTTP/1.1\r\nHost: stockroom\r\n\r\n"
                     + Self.catalogue)
             let answers = await Self.read(6, from: connection)

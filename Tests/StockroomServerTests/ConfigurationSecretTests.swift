@@ -42,7 +42,10 @@ import Testing
             _ = try await fixture.application()
         } throws: { error in
             "\(error)"
-                == #"the download-token secret "\#(path)" cannot be used: mode 644 lets others read it; chmod 600 it, or delete it to make a new one"#
+                == #"""
+                the download-token secret "\#(path)" cannot be used: mode 644 lets others read it; chmod 600 it, or delete it to make \#
+                a new one
+                """#
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         #expect(try DownloadTokenSigner.loadKey(configured: nil, file: path) == [UInt8](repeating: 7, count: 32))

@@ -43,7 +43,10 @@ import Testing
             _ = try await fixture.application()
         } throws: { error in
             "\(error)"
-                == #"the built-in simulator (--upstream simulator) is a test tool and serves only a loopback --host (127.0.0.1, ::1, localhost), not "\#(host)""#
+                == #"""
+                the built-in simulator (--upstream simulator) is a test tool and serves only a loopback --host (127.0.0.1, ::1, \#
+                localhost), not "\#(host)"
+                """#
         }
         #expect(!FileManager.default.fileExists(atPath: fixture.configuration.databaseLocation), "refused before the ledger is created")
     }

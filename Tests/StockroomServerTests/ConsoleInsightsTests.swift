@@ -15,13 +15,13 @@ import Testing
             environment: .production, expiresAt: nil, revokedAt: nil, appAccountToken: nil, kind: .receipt, proof: "cmVjZWlwdC0" + id)
     }
 
-    static let download = ClaimTerms(requestedProductID: nil, appAccountToken: nil, checksAccount: false, countsAttempt: true)
+    static let download = ProofTerms(requestedProductID: nil, appAccountToken: nil, checksAccount: false, countsAttempt: true)
 
     @Test(arguments: LedgerEngine.allCases) func attemptsAreCountedPerHourAndProductsTallied(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
             for (id, product) in [("1", "com.example.book"), ("2", "com.example.book"), ("3", "com.example.film")] {
-                _ = try await ledger.claim(Self.proof(id, product: product), terms: Self.download, now: Self.now)
+                _ = try await ledger.recordProof(Self.proof(id, product: product), terms: Self.download, now: Self.now)
             }
             try await ledger.recordDelivery(
                 "1", report: DeliveryReport(range: 0...99, bytesSent: 100, complete: true), fileSize: 100, now: Date())
@@ -50,7 +50,7 @@ import Testing
             let ledger = test.ledger
             let day = Date(timeIntervalSince1970: 1_800_000_000)
             for index in 1...5 {
-                _ = try await ledger.claim(
+                _ = try await ledger.recordProof(
                     Self.proof("t\(index)", product: index == 5 ? "com.example.film" : "com.example.book"), terms: Self.download,
                     now: day.addingTimeInterval(Double(index) * 3600))
             }
@@ -82,7 +82,7 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func notificationsAndKeptProofsOfATransactionAreFound(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { (test: TestLedger) async throws in
             let ledger = test.ledger
-            _ = try await ledger.claim(Self.proof("r1", original: "o1"), terms: Self.download, now: Self.now)
+            _ = try await ledger.recordProof(Self.proof("r1", original: "o1"), terms: Self.download, now: Self.now)
             _ = try await ledger.recordNotification(
                 NotificationRecord(uuid: "n1", type: "REFUND", subtype: nil, transactionID: "o1", originalTransactionID: "o1"),
                 outcome: "revoked",

@@ -79,7 +79,10 @@ import Testing
         try await Self.withUpstream { server, rootFile in
             try server.root.write(
                 "catalog/products.json",
-                #"{"products": [{"productId": "com.example.monthly", "title": "Monthly", "type": "auto-renewable", "file": "books/book.epub"}]}"#
+                #"""
+                {"products": [{"productId": "com.example.monthly", "title": "Monthly", "type": "auto-renewable", "file": \#
+                "books/book.epub"}]}
+                """#
             )
             var configuration = server.configuration
             #expect(Self.failed(await Doctor(configuration: configuration, trustRootFiles: [rootFile]).run()) == ["shared secret"])
@@ -153,7 +156,7 @@ import Testing
         try await DoctorTests.withUpstream { server, rootFile in
             try await ScratchPostgres.withLedger { ledger in
                 for id in ["d1", "d2"] {
-                    _ = try await ledger.claim(ConsoleInsightsTests.proof(id), terms: ConsoleInsightsTests.download, now: Date())
+                    _ = try await ledger.recordProof(ConsoleInsightsTests.proof(id), terms: ConsoleInsightsTests.download, now: Date())
                 }
                 let findings = await Self.run(server, rootFile: rootFile, database: Self.withPassword(ledger.database.address))
                 #expect(DoctorTests.failed(findings) == [], "\(findings)")

@@ -90,7 +90,10 @@ struct DownloadFixture: Sendable {
         var lines: [String] = []
         for row in try await ledger.list(FulfilmentListQuery(limit: 10_000)).sorted(by: { $0.transactionID < $1.transactionID }) {
             lines.append(
-                "\(row.transactionID) \(row.state.rawValue) attempts=\(row.attempts) bytes=\(row.bytesDelivered) error=\(row.lastError ?? "")"
+                """
+                \(row.transactionID) \(row.state.rawValue) attempts=\(row.attempts) bytes=\(row.bytesDelivered) \
+                error=\(row.lastError ?? "")
+                """
             )
             for attempt in try await ledger.attempts(of: row.transactionID) {
                 lines.append("  \(attempt.rangeStart ?? -1)-\(attempt.rangeEnd ?? -1) \(attempt.bytes) \(attempt.outcome.rawValue)")

@@ -159,7 +159,8 @@ import Testing
             """
             import socket, sys
             s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-            s.sendall(("GET %s HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer %s\\r\\nRange: bytes=0-99\\r\\n\\r\\n" % (sys.argv[2], sys.argv[3])).encode())
+            s.sendall(("GET %s HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer %s\\r\\nRange: bytes=0-99\\r\\n\\r\\n" % (sys.argv[2], \
+            sys.argv[3])).encode())
             # Up to 30 s for the answer to start (a loaded suite is slow), then 2 s of silence ends it:
             # the connection stays open, so silence, not a close, says nothing more is coming.
             s.settimeout(30)
@@ -172,7 +173,8 @@ import Testing
                     s.settimeout(2)
             except Exception: pass
             head, _, body = data.partition(b"\\r\\n\\r\\n")
-            print(head.split(b"\\r\\n")[0].decode(), [l.decode() for l in head.split(b"\\r\\n") if l.lower().startswith(b"content-length")], len(body))
+            print(head.split(b"\\r\\n")[0].decode(), [l.decode() for l in head.split(b"\\r\\n") if \
+            l.lower().startswith(b"content-length")], len(body))
             """)
         try await DownloadFixture.run(
             engine: .sqlite,

@@ -23,8 +23,11 @@ import Testing
 
     @Test func aRangeLineWithHostnameAndNewlineIsRead() throws {
         let datagram = Array(
-            "<190>Nov 22 17:00:00 web-1 stockroom: stockroom-delivery/1 tx=77 method=GET status=206 sent=12 completion= range=bytes 5-16/100\n"
-                .utf8)
+            """
+            <190>Nov 22 17:00:00 web-1 stockroom: stockroom-delivery/1 tx=77 method=GET status=206 sent=12 completion= range=bytes \
+            5-16/100\n
+            """
+            .utf8)
         let line = try #require(DeliveryLogLine.parse(datagram))
         #expect(line.completed == false)
         #expect(line.contentRange == DeliveryLogLine.ContentRange(first: 5, last: 16, total: 100))

@@ -99,7 +99,10 @@ import Testing
         try await DownloadFixture.run { fixture in
             let connection = try RawConnection(port: try #require(fixture.client.port))
             connection.send(
-                "POST /v1/downloads HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"
+                """
+                POST /v1/downloads HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nTransfer-Encoding: \
+                chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n
+                """
             )
             let answer = await Self.readToClose(connection)
             #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer.prefix(80))")

@@ -51,7 +51,10 @@ struct ServerFixture {
     }
 
     static func entry(_ id: String, file: String, title: String = "Book") -> String {
-        #"{"productId": "\#(id)", "title": "\#(title)", "type": "non-consumable", "file": "\#(file)", "contentType": "application/epub+zip", "contentVersion": "1"}"#
+        #"""
+        {"productId": "\#(id)", "title": "\#(title)", "type": "non-consumable", "file": "\#(file)", "contentType": \#
+        "application/epub+zip", "contentVersion": "1"}
+        """#
     }
 
     static func catalog(_ entries: [String]) -> String {

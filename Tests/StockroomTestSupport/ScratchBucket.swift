@@ -35,7 +35,10 @@ public enum ScratchBucket {
         else {
             throw Unavailable(
                 description:
-                    "STOCKROOM_TEST_S3 and its keys are not set: this case needs an S3 store. Run `eval \"$(.ci/s3 start | sed 's/^/export /')\"` (make test does it)"
+                    """
+                    STOCKROOM_TEST_S3 and its keys are not set: this case needs an S3 store. Run `eval \"$(.ci/s3 start | sed \
+                    's/^/export /')\"` (make test does it)
+                    """
             )
         }
         return Store(

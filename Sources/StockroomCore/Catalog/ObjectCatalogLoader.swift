@@ -82,7 +82,10 @@ public struct ObjectCatalogLoader: Sendable {
             if let file = entry.file {
                 if !ObjectKey.isValid(location.key(file)) {
                     entryProblems.append(
-                        "\(name): file \"\(file)\" is not a valid object key (letters, digits and - _ . / + = , @ ~ !, no empty, . or .. segment)"
+                        """
+                        \(name): file \"\(file)\" is not a valid object key (letters, digits and - _ . / + = , @ ~ !, no empty, . or \
+                        .. segment)
+                        """
                     )
                 }
             } else {

@@ -4,7 +4,9 @@ import Foundation
 /// purchase's rows, so SQLite, PostgreSQL and the property tests share them.
 public enum EntitlementRules {
     /// A verified proof claims its transaction for `terms`.
-    public static func claim(_ proof: VerifiedProof, terms: ClaimTerms, purchase: inout PurchaseWork, now: Date) throws -> LedgerDecision {
+    public static func recordProof(_ proof: VerifiedProof, terms: ProofTerms, purchase: inout PurchaseWork, now: Date) throws
+        -> LedgerDecision
+    {
         let id = proof.transactionID
         if proof.revokedAt != nil {
             _ = try revoke(

@@ -22,9 +22,9 @@ extension LedgerDecisions {
     /// whole purchase, a revoked purchase stays revoked, the product must be the one asked for,
     /// a bound account must match, an expired subscription is refused. The customer's consent
     /// (`terms`) is kept in the same write.
-    public func claim(_ proof: VerifiedProof, terms: ClaimTerms, now: Date) async throws -> LedgerDecision {
+    public func recordProof(_ proof: VerifiedProof, terms: ProofTerms, now: Date) async throws -> LedgerDecision {
         try await decide(.purchase(transactionID: proof.transactionID, originalTransactionID: proof.originalTransactionID)) { work in
-            let decision = try EntitlementRules.claim(proof, terms: terms, purchase: &work, now: now)
+            let decision = try EntitlementRules.recordProof(proof, terms: terms, purchase: &work, now: now)
             if case .entitled = decision { work.settlePendingProof(transactionID: proof.transactionID, digest: proof.digest) }
             return decision
         }

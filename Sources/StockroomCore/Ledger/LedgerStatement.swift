@@ -86,8 +86,8 @@ public struct LedgerStatement: Sendable, Equatable {
     public static func settle(_ call: ServerCall) -> LedgerStatement {
         LedgerStatement(
             """
-            UPDATE server_calls SET status = ?2, attempts = ?3, due_at = ?4, leased_until = NULL, last_error = ?5, body = ?6, updated_at = ?7,
-              sent_at = ?8
+            UPDATE server_calls SET status = ?2, attempts = ?3, due_at = ?4, leased_until = NULL, last_error = ?5, body = ?6,
+              updated_at = ?7, sent_at = ?8
             WHERE id = ?1
             """, [call.id, call.status, call.attempts, call.dueAt, call.lastError, call.body, call.updatedAt, call.sentAt])
     }
@@ -121,7 +121,8 @@ public struct LedgerStatement: Sendable, Equatable {
         LedgerStatement(
             """
             DELETE FROM pending_proofs WHERE id IN
-              (SELECT id FROM pending_proofs WHERE status = 'rejected' AND updated_at < ?1 ORDER BY updated_at LIMIT ?2\(dialect.skipLocked))
+              (SELECT id FROM pending_proofs WHERE status = 'rejected' AND updated_at < ?1
+               ORDER BY updated_at LIMIT ?2\(dialect.skipLocked))
             RETURNING 1
             """, [before, max(0, limit)])
     }
@@ -131,7 +132,8 @@ public struct LedgerStatement: Sendable, Equatable {
     public static func settlePendingProof(id: Int64, rejected: Bool, error: String, now: Date) -> LedgerStatement {
         LedgerStatement(
             """
-            UPDATE pending_proofs SET status = CASE WHEN ?4 THEN 'rejected' ELSE status END, last_error = ?2, updated_at = ?3, leased_until = NULL
+            UPDATE pending_proofs SET status = CASE WHEN ?4 THEN 'rejected' ELSE status END, last_error = ?2, updated_at = ?3,
+              leased_until = NULL
             WHERE id = ?1
             """, [id, error, now, rejected])
     }

@@ -15,8 +15,8 @@ public struct ServerCallListQuery: Sendable, Equatable {
     }
 }
 
-/// The terms a claim is made on, besides the proof.
-public struct ClaimTerms: Sendable, Equatable {
+/// The terms a verified proof is recorded on: what the request asked for, besides the proof.
+public struct ProofTerms: Sendable, Equatable {
     /// The product the request asked for; nil when an operator re-verifies (the proof decides).
     public var requestedProductID: String?
     /// The account the request names; ignored when `checksAccount` is false.
@@ -39,7 +39,7 @@ public struct ClaimTerms: Sendable, Equatable {
     }
 
     /// An operator's re-verification: no account, no attempt, Apple's product.
-    public static let reverification = ClaimTerms(requestedProductID: nil, appAccountToken: nil, checksAccount: false, countsAttempt: false)
+    public static let reverification = ProofTerms(requestedProductID: nil, appAccountToken: nil, checksAccount: false, countsAttempt: false)
 }
 
 /// What a ledger decision came to.

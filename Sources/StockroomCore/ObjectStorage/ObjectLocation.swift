@@ -70,7 +70,10 @@ public enum ObjectLocationError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .bucket(let name):
-            "the bucket \"\(name)\" is not a valid S3 bucket name (3–63 lower-case letters, digits, - and ., starting and ending with a letter or digit)"
+            """
+            the bucket \"\(name)\" is not a valid S3 bucket name (3–63 lower-case letters, digits, - and ., starting and ending with \
+            a letter or digit)
+            """
         case .prefix(let prefix):
             "the prefix \"\(prefix)\" is not a valid key prefix (letters, digits and - _ . / + = , @ ~ !, no empty, . or .. segment)"
         }

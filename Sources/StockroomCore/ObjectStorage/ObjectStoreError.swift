@@ -20,7 +20,10 @@ public enum ObjectStoreError: Error, Equatable, CustomStringConvertible {
         case .noBucket(let bucket): "the bucket \"\(bucket)\" does not exist"
         case .changed(let key): "the object \"\(key)\" changed since it was hashed"
         case .denied(let status, let code, let key):
-            "the store refused \(key.map { "\"\($0)\"" } ?? "the request") (\(status)\(code.map { " \($0)" } ?? "")): check the credentials, the region and the bucket's permissions"
+            """
+            the store refused \(key.map { "\"\($0)\"" } ?? "the request") (\(status)\(code.map { " \($0)" } ?? "")): check the \
+            credentials, the region and the bucket's permissions
+            """
         case .unavailable(let detail): "the object store is unavailable: \(detail)"
         case .badAnswer(let detail): "the object store answered unexpectedly: \(detail)"
         }

@@ -71,7 +71,10 @@ public struct SigV4: Sendable {
         let (canonical, signedHeaders) = Self.canonicalRequest(request)
         let signature = sign(canonical, stamp: stamp)
         return
-            "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope(stamp.day)), SignedHeaders=\(signedHeaders), Signature=\(signature)"
+            """
+            AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope(stamp.day)), SignedHeaders=\(signedHeaders), \
+            Signature=\(signature)
+            """
     }
 
     /// A URL that lets whoever holds it send `method` to the object at `path` on `base`

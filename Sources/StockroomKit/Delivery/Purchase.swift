@@ -33,7 +33,8 @@ public struct Purchase: Sendable, Hashable, Codable {
 
 /// The three proofs of purchase Stockroom accepts.
 public enum Proof: Sendable, Hashable, Codable {
-    /// A StoreKit 2 signed transaction ([`jwsRepresentation`](https://developer.apple.com/documentation/storekit/verificationresult/jwsrepresentation-21vgo)).
+    /// A StoreKit 2 signed transaction
+    /// ([`jwsRepresentation`](https://developer.apple.com/documentation/storekit/verificationresult/jwsrepresentation-21vgo)).
     case signedTransaction(String)
     /// The app receipt's bytes (`Bundle.main.appStoreReceiptURL`), not base64.
     case appReceipt(Data)

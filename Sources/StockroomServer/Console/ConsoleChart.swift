@@ -23,7 +23,10 @@ enum ConsoleChart {
         let peak = max(totals.max() ?? 0, Double.leastNonzeroMagnitude)
         var svg = "<svg id=\"\(HTML.escape(id))\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(width) \(height)\" "
         svg +=
-            "width=\"\(width)\" height=\"\(height)\" role=\"img\" aria-label=\"\(HTML.escape(title))\">\n<title>\(HTML.escape(title))</title>\n"
+            """
+            width=\"\(width)\" height=\"\(height)\" role=\"img\" \
+            aria-label=\"\(HTML.escape(title))\">\n<title>\(HTML.escape(title))</title>\n
+            """
         svg += "<text x=\"\(left)\" y=\"14\">peak \(HTML.escape(totals.max() ?? 0 > 0 ? format(peak) : "none"))</text>\n"
         var legendX = Double(width) - right
         for entry in series.reversed() {
@@ -32,7 +35,10 @@ enum ConsoleChart {
             svg += "<text x=\(quote(legendX + 14)) y=\"14\">\(HTML.escape(entry.name))</text>\n"
         }
         svg +=
-            "<line x1=\(quote(left)) y1=\(quote(top + plotHeight)) x2=\(quote(Double(width) - right)) y2=\(quote(top + plotHeight)) stroke=\"#9aa3b0\"/>\n"
+            """
+            <line x1=\(quote(left)) y1=\(quote(top + plotHeight)) x2=\(quote(Double(width) - right)) y2=\(quote(top + plotHeight)) \
+            stroke=\"#9aa3b0\"/>\n
+            """
         for (slot, label) in labels.enumerated() {
             let x = left + Double(slot) * slotWidth
             var base = top + plotHeight
@@ -42,8 +48,11 @@ enum ConsoleChart {
                 let barHeight = max(1, value / peak * plotHeight)
                 base -= barHeight
                 svg +=
-                    "<rect class=\"bar\" data-series=\"\(HTML.escape(entry.name))\" data-value=\"\(HTML.escape(format(value)))\" x=\(quote(x + 1)) y=\(quote(base)) "
-                svg += "width=\(quote(max(1, slotWidth - 2))) height=\(quote(barHeight)) fill=\"\(entry.color)\">"
+                    """
+                    <rect class=\"bar\" data-series=\"\(HTML.escape(entry.name))\" data-value=\"\(HTML.escape(format(value)))\" \
+                    x=\(quote(x + 1)) y=\(quote(base))
+                    """
+                svg += " width=\(quote(max(1, slotWidth - 2))) height=\(quote(barHeight)) fill=\"\(entry.color)\">"
                 svg += "<title>\(HTML.escape(label)): \(HTML.escape(format(value))) \(HTML.escape(entry.name))</title></rect>\n"
             }
             if slot % max(labelEvery, 1) == 0 {
@@ -62,7 +71,10 @@ enum ConsoleChart {
         let peak = max(items.map(\.value).max() ?? 0, Double.leastNonzeroMagnitude)
         var svg = "<svg id=\"\(HTML.escape(id))\" class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(width) \(height)\" "
         svg +=
-            "width=\"\(width)\" height=\"\(height)\" role=\"img\" aria-label=\"\(HTML.escape(title))\">\n<title>\(HTML.escape(title))</title>\n"
+            """
+            width=\"\(width)\" height=\"\(height)\" role=\"img\" \
+            aria-label=\"\(HTML.escape(title))\">\n<title>\(HTML.escape(title))</title>\n
+            """
         if items.isEmpty { svg += "<text x=\"4\" y=\"18\">nothing yet</text>\n" }
         for (row, item) in items.enumerated() {
             let y = 4 + Double(row) * rowHeight
@@ -70,9 +82,15 @@ enum ConsoleChart {
             svg +=
                 "<text x=\"4\" y=\(quote(y + 14))>\(HTML.escape(item.label.count > 38 ? item.label.prefix(37) + "…" : item.label))</text>"
             svg +=
-                "<rect class=\"bar\" data-series=\"\(HTML.escape(item.label))\" data-value=\"\(HTML.escape(item.text))\" x=\(quote(labelWidth)) y=\(quote(y + 2)) "
+                """
+                <rect class=\"bar\" data-series=\"\(HTML.escape(item.label))\" data-value=\"\(HTML.escape(item.text))\" \
+                x=\(quote(labelWidth)) y=\(quote(y + 2))
+                """
             svg +=
-                "width=\(quote(barWidth)) height=\(quote(rowHeight - 6)) fill=\"\(color)\"><title>\(HTML.escape(item.label)): \(HTML.escape(item.text))</title></rect>"
+                """
+                 width=\(quote(barWidth)) height=\(quote(rowHeight - 6)) fill=\"\(color)\"><title>\(HTML.escape(item.label)): \
+                \(HTML.escape(item.text))</title></rect>
+                """
             svg += "<text x=\(quote(labelWidth + barWidth + 6)) y=\(quote(y + 14))>\(HTML.escape(item.text))</text>\n"
         }
         return svg + "</svg>\n"

@@ -58,7 +58,8 @@ struct ConsoleController<Context: RemoteAddressRequestContext & ClientAddressCon
             <label>Admin token <input type="password" name="token" autocomplete="current-password" required autofocus></label>
             <p><button type="submit">Sign in</button></p>
             </form>
-            <p class="muted">The token is the server's <code>STOCKROOM_ADMIN_TOKEN</code>; a session lasts \(sessions.lifetime.components.seconds / 3600) hours.</p>
+            <p class="muted">The token is the server's <code>STOCKROOM_ADMIN_TOKEN</code>; a session lasts \
+            \(sessions.lifetime.components.seconds / 3600) hours.</p>
 
             """
         return .page(title: "Sign in", body: body, session: nil, status: status)
@@ -132,7 +133,10 @@ struct ConsoleController<Context: RemoteAddressRequestContext & ClientAddressCon
             var page = ConsoleResponse.page(
                 title: "Internal error",
                 body:
-                    "<h1>Internal error</h1>\n<p class=\"error\" data-code=\"internal_error\">Something went wrong; the request id is in the server's log.</p>\n",
+                    """
+                    <h1>Internal error</h1>\n<p class=\"error\" data-code=\"internal_error\">Something went wrong; the request id is \
+                    in the server's log.</p>\n
+                    """,
                 session: session, status: .internalServerError)
             page.headers[.cacheControl] = "no-store"
             return page

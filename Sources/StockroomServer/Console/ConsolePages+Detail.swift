@@ -18,7 +18,10 @@ extension ConsolePages {
         let id = HTML.escape(row.transactionID)
 
         var body =
-            "<h1>Transaction <code>\(id)</code> <span class=\"state state-\(row.state.rawValue)\" id=\"state\">\(row.state.rawValue)</span></h1>\n"
+            """
+            <h1>Transaction <code>\(id)</code> <span class=\"state state-\(row.state.rawValue)\" \
+            id=\"state\">\(row.state.rawValue)</span></h1>\n
+            """
         if let done = request.uri.queryParameters.get("done").flatMap(ConsoleFlash.init(rawValue:)) {
             body += "<p class=\"flash\" role=\"status\" id=\"flash\" data-flash=\"\(done.rawValue)\">\(HTML.escape(done.message))</p>\n"
         }
@@ -34,26 +37,39 @@ extension ConsolePages {
         for (name, value) in facts { body += "<tr><th>\(name)</th><td>\(HTML.escape(value))</td></tr>\n" }
         body += "</table></section>\n<section class=\"card\"><h2>Proof and upstream verdicts</h2><table id=\"verdicts\">\n"
         body +=
-            "<tr><th>Proof</th><td>\(row.proofKind == .receipt ? "app receipt (verifyReceipt)" : "StoreKit 2 signed transaction"), \(row.proof.utf8.count) bytes</td></tr>\n"
+            """
+            <tr><th>Proof</th><td>\(row.proofKind == .receipt ? "app receipt (verifyReceipt)" : "StoreKit 2 signed transaction"), \
+            \(row.proof.utf8.count) bytes</td></tr>\n
+            """
+        let digest = row.proofDigest ?? ByteEncoding.hex(SHA256.hash(Array(row.proof.utf8)))
+        body += "<tr><th>Proof SHA-256</th><td><code id=\"proof-digest\">\(HTML.escape(digest))</code></td></tr>\n"
         body +=
-            "<tr><th>Proof SHA-256</th><td><code id=\"proof-digest\">\(HTML.escape(row.proofDigest ?? ByteEncoding.hex(SHA256.hash(Array(row.proof.utf8)))))</code></td></tr>\n"
+            "<tr><th>Last verified</th><td>"
         body +=
-            "<tr><th>Last verified</th><td>\(HTML.time(row.verifiedAt))\(row.environment.map { " by the App Store (\($0.rawValue))" } ?? "")</td></tr>\n"
+            "\(HTML.time(row.verifiedAt))\(row.environment.map { " by the App Store (\($0.rawValue))" } ?? "")</td></tr>\n"
         body += "<tr><th>Last error</th><td id=\"last-error\">\(HTML.escape(row.lastError ?? "none"))</td></tr>\n"
         for proof in pending {
             body +=
-                "<tr><th>Kept proof (\(proof.status.rawValue))</th><td>\(HTML.time(proof.updatedAt)): \(HTML.escape(proof.lastError ?? "waiting for the App Store")) "
-            body += "<code>\(HTML.escape(String(proof.proofDigest.prefix(16))))…</code></td></tr>\n"
+                """
+                <tr><th>Kept proof (\(proof.status.rawValue))</th><td>\(HTML.time(proof.updatedAt)): \
+                \(HTML.escape(proof.lastError ?? "waiting for the App Store"))
+                """
+            body += " <code>\(HTML.escape(String(proof.proofDigest.prefix(16))))…</code></td></tr>\n"
         }
         body += Self.serverCalls(calls, row: row)
         body += "</table></section>\n</div>\n"
         body += Self.timeline(row, attempts: attempts)
         body +=
-            "<h2>Notifications</h2>\n<table id=\"notifications\"><tr><th>Received</th><th>Type</th><th>Transaction</th><th>Outcome</th></tr>\n"
+            """
+            <h2>Notifications</h2>\n<table \
+            id=\"notifications\"><tr><th>Received</th><th>Type</th><th>Transaction</th><th>Outcome</th></tr>\n
+            """
         for entry in notifications {
             let type = entry.type + (entry.subtype.map { " / " + $0 } ?? "")
             body +=
-                "<tr><td>\(HTML.time(entry.receivedAt))</td><td>\(HTML.escape(type))</td><td>\(HTML.escape(entry.transactionID ?? "—"))</td>"
+                "<tr><td>\(HTML.time(entry.receivedAt))</td><td>\(HTML.escape(type))</td>"
+            body +=
+                "<td>\(HTML.escape(entry.transactionID ?? "—"))</td>"
             body += "<td>\(HTML.escape(entry.outcome))</td></tr>\n"
         }
         if notifications.isEmpty {
@@ -76,17 +92,28 @@ extension ConsolePages {
         }
         body += "<p>No entitlement is on record. These proofs were kept while the App Store could not be asked; a kept proof never "
         body +=
-            "authorises a download. Re-fulfil asks the App Store about them: a valid one becomes an entitlement for the product Apple names.</p>\n"
+            """
+            authorises a download. Re-fulfil asks the App Store about them: a valid one becomes an entitlement for the product Apple \
+            names.</p>\n
+            """
         body +=
-            "<table id=\"kept-proofs\"><tr><th>Kept</th><th>Last tried</th><th>Status</th><th>Proof</th><th>Product asked for</th><th>Why it waits</th></tr>\n"
+            """
+            <table id=\"kept-proofs\"><tr><th>Kept</th><th>Last tried</th><th>Status</th><th>Proof</th><th>Product asked \
+            for</th><th>Why it waits</th></tr>\n
+            """
         for proof in pending {
             let kind = proof.proofKind == .receipt ? "app receipt" : "StoreKit 2 signed transaction"
             body +=
                 "<tr data-status=\"\(proof.status.rawValue)\"><td>\(HTML.time(proof.createdAt))</td><td>\(HTML.time(proof.updatedAt))</td>"
             body +=
-                "<td>\(proof.status.rawValue)</td><td>\(kind), \(proof.proof.utf8.count) bytes, <code>\(HTML.escape(String(proof.proofDigest.prefix(16))))…</code></td>"
+                """
+                <td>\(proof.status.rawValue)</td><td>\(kind), \(proof.proof.utf8.count) bytes, \
+                <code>\(HTML.escape(String(proof.proofDigest.prefix(16))))…</code></td>
+                """
             body +=
-                "<td>\(HTML.escape(proof.requestedProductID))</td><td>\(HTML.escape(proof.lastError ?? "waiting for the App Store"))</td></tr>\n"
+                "<td>\(HTML.escape(proof.requestedProductID))</td>"
+            body +=
+                "<td>\(HTML.escape(proof.lastError ?? "waiting for the App Store"))</td></tr>\n"
         }
         body += "</table>\n<h2>Actions</h2>\n<div class=\"actions\">\n"
         body += "<form method=\"post\" action=\"/console/fulfilments/\(id)/refulfil\" id=\"refulfil\">\(ConsoleResponse.csrfField(session))"
@@ -120,13 +147,18 @@ extension ConsolePages {
         var html = "<h2>Timeline</h2>\n<table id=\"timeline\"><tr><th>Time</th><th>Event</th><th>Detail</th></tr>\n"
         for (at, event, detail) in events {
             html +=
-                "<tr data-event=\"\(event)\"><td>\(HTML.time(at))</td><td>\(event.replacingOccurrences(of: "-", with: " "))</td><td>\(HTML.escape(detail))</td></tr>\n"
+                "<tr data-event=\"\(event)\"><td>\(HTML.time(at))</td><td>\(event.replacingOccurrences(of: "-", with: " "))</td>"
+            html +=
+                "<td>\(HTML.escape(detail))</td></tr>\n"
         }
         html +=
             "<tr data-event=\"updated\"><td>\(HTML.time(row.updatedAt))</td><td>last change</td><td>now \(row.state.rawValue)</td></tr>\n"
         if attempts.count >= DownloadAttempt.keptPerTransaction {
             html +=
-                "<tr><td colspan=\"3\" class=\"muted\">Only the last \(DownloadAttempt.keptPerTransaction) attempts are kept; the totals above count all.</td></tr>\n"
+                """
+                <tr><td colspan=\"3\" class=\"muted\">Only the last \(DownloadAttempt.keptPerTransaction) attempts are kept; the \
+                totals above count all.</td></tr>\n
+                """
         }
         return html + "</table>\n"
     }
@@ -145,7 +177,10 @@ extension ConsolePages {
             }
             if let error = call.lastError { detail += " — " + error }
             html +=
-                "<tr data-call=\"\(call.kind.rawValue)\" data-status=\"\(call.status.rawValue)\"><th>\(name)</th><td>\(HTML.escape(detail))</td></tr>\n"
+                """
+                <tr data-call=\"\(call.kind.rawValue)\" \
+                data-status=\"\(call.status.rawValue)\"><th>\(name)</th><td>\(HTML.escape(detail))</td></tr>\n
+                """
         }
         if calls.isEmpty, row.finishedAt == nil { html += "<tr><th>Finish Transaction</th><td class=\"muted\">not queued</td></tr>\n" }
         return html
@@ -158,7 +193,10 @@ extension ConsolePages {
         let reason = "<input name=\"reason\" required maxlength=\"\(ConsoleActions.maximumReasonLength)\" size=\"28\">"
         var html = "<h2>Actions</h2>\n<div class=\"actions\">\n"
         html +=
-            "<form method=\"post\" action=\"\(base)/refulfil\" id=\"refulfil\">\(csrf)<p>Ask the App Store again about the stored proof.</p>"
+            """
+            <form method=\"post\" action=\"\(base)/refulfil\" id=\"refulfil\">\(csrf)<p>Ask the App Store again about the stored \
+            proof.</p>
+            """
         html += "<button type=\"submit\">Re-fulfil</button></form>\n"
         html += "<form method=\"post\" action=\"\(base)/revoke\" id=\"revoke\">\(csrf)<label>Reason \(reason)</label>"
         html += "<p><button type=\"submit\">Revoke purchase</button></p></form>\n"

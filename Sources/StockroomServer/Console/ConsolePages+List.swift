@@ -52,12 +52,20 @@ extension ConsolePages {
         body += "<th class=\"num\">Bytes sent</th><th>Created</th><th>Updated</th></tr>\n"
         for row in result.rows {
             body +=
-                "<tr data-transaction=\"\(HTML.escape(row.transactionID))\"><td><a href=\"/console/fulfilments/\(HTML.escape(row.transactionID))\">"
+                """
+                <tr data-transaction=\"\(HTML.escape(row.transactionID))\"><td><a \
+                href=\"/console/fulfilments/\(HTML.escape(row.transactionID))\">
+                """
             body += "\(HTML.escape(row.transactionID))</a></td><td>\(HTML.escape(row.productID))</td>"
             body +=
-                "<td><span class=\"state state-\(row.state.rawValue)\">\(row.state.rawValue)</span></td><td class=\"num\">\(row.attempts)</td>"
+                """
+                <td><span class=\"state state-\(row.state.rawValue)\">\(row.state.rawValue)</span></td><td \
+                class=\"num\">\(row.attempts)</td>
+                """
             body +=
-                "<td class=\"num\">\(HTML.bytes(row.bytesDelivered))</td><td>\(HTML.time(row.createdAt))</td><td>\(HTML.time(row.updatedAt))</td></tr>\n"
+                "<td class=\"num\">\(HTML.bytes(row.bytesDelivered))</td>"
+            body +=
+                "<td>\(HTML.time(row.createdAt))</td><td>\(HTML.time(row.updatedAt))</td></tr>\n"
         }
         if result.rows.isEmpty { body += "<tr><td colspan=\"7\" class=\"muted\">No fulfilments match.</td></tr>\n" }
         body += "</table>\n<p class=\"paging\">"

@@ -45,7 +45,10 @@ struct ConsolePages: Sendable {
             ],
             format: { String(format: "%.0f", $0) })
         body +=
-            "<p class=\"muted\">\(deliveries.values.reduce(0) { $0 + $1.complete }) complete, \(deliveries.values.reduce(0) { $0 + $1.interrupted }) interrupted in the last 24 hours.</p></section>\n"
+            """
+            <p class=\"muted\">\(deliveries.values.reduce(0) { $0 + $1.complete }) complete, \
+            \(deliveries.values.reduce(0) { $0 + $1.interrupted }) interrupted in the last 24 hours.</p></section>\n
+            """
         body += "<section class=\"card\" id=\"upstream\"><h2>Upstream latency and error rate</h2>\n"
         body += ConsoleChart.bars(
             id: "latency-chart", title: "Mean App Store call latency per hour (ms)", labels: labels,
@@ -54,7 +57,10 @@ struct ConsolePages: Sendable {
             id: "error-chart", title: "App Store call error rate per hour (%)", labels: labels,
             series: [.init(name: "errors %", color: "#c23b3b", values: errorRate)], format: { String(format: "%.0f%%", $0) }, height: 120)
         body +=
-            "<p class=\"muted\">\(calls) calls, \(errors) failed (transport, 429, 5xx), in this process over the last 24 hours.</p></section>\n"
+            """
+            <p class=\"muted\">\(calls) calls, \(errors) failed (transport, 429, 5xx), in this process over the last 24 \
+            hours.</p></section>\n
+            """
         body += "<section class=\"card\" id=\"products\"><h2>Top products</h2>\n"
         body += ConsoleChart.horizontalBars(
             id: "products-chart", title: "Fulfilments per product",
@@ -66,8 +72,11 @@ struct ConsolePages: Sendable {
             series: [.init(name: "bytes", color: "#d08a2e", values: bytesPerHour)],
             format: { HTML.bytes(Int64(exactly: $0.rounded()) ?? 0) }, height: 150)
         body +=
-            "<p><strong id=\"bytes-total\">\(HTML.bytes(tallies.bytesDelivered))</strong> sent for \(tallies.fulfilments) fulfilments in all; "
-        body += "\(HTML.bytes(dayBytes)) in the last 24 hours.</p></section>\n"
+            """
+            <p><strong id=\"bytes-total\">\(HTML.bytes(tallies.bytesDelivered))</strong> sent for \(tallies.fulfilments) fulfilments \
+            in all;
+            """
+        body += " \(HTML.bytes(dayBytes)) in the last 24 hours.</p></section>\n"
         body += "<section class=\"card\" id=\"states\"><h2>Ledger rows by state</h2>\n"
         body += ConsoleChart.horizontalBars(
             id: "states-chart", title: "Fulfilments by state",

@@ -19,7 +19,10 @@ struct ConsoleResponse: Sendable {
         if let session {
             html += "<nav><a href=\"/console\">Dashboard</a> <a href=\"/console/fulfilments\">Fulfilments</a></nav>"
             html +=
-                "<form method=\"post\" action=\"/console/logout\" class=\"inline\">\(csrfField(session))<button type=\"submit\">Sign out</button></form>"
+                """
+                <form method=\"post\" action=\"/console/logout\" class=\"inline\">\(csrfField(session))<button type=\"submit\">Sign \
+                out</button></form>
+                """
         }
         html += "</header>\n<main>\n\(body)</main>\n</body>\n</html>\n"
         return ConsoleResponse(status: status, headers: securityHeaders(contentType: "text/html; charset=utf-8"), body: html)
@@ -73,7 +76,8 @@ enum ConsoleStyle {
         .state-revoked,.state-rejected{background:#f6dada}.state-acknowledged,.state-delivered{background:#dcefe0}
         form.inline{display:inline}form.filters{display:flex;flex-wrap:wrap;gap:.6em;align-items:end;margin-bottom:1em}
         label{display:flex;flex-direction:column;font-size:.85em}input,select,button{font:inherit;padding:.25em .4em}
-        .actions{display:flex;flex-wrap:wrap;gap:1em;margin:1em 0}.actions form{background:#fff;border:1px solid #dde1e7;padding:.6em;border-radius:6px}
+        .actions{display:flex;flex-wrap:wrap;gap:1em;margin:1em 0}.actions form{background:#fff;border:1px solid #dde1e7;padding:.6em;\
+        border-radius:6px}
         .muted{color:#5c6573}code{font-size:.9em;word-break:break-all}svg text{font-size:11px;fill:#3a4250}
         svg.chart{display:block;width:100%;height:auto;margin:.3em 0}
         """

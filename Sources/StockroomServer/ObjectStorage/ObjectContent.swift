@@ -19,7 +19,10 @@ struct ObjectContent: Sendable {
                 }
                 if configuration.contentDelivery == .redirect {
                     throw StartupError.objectStorage(
-                        "--content-delivery redirect needs content in a bucket (--content s3://BUCKET/PREFIX); a folder is streamed, or sent by nginx with --offload"
+                        """
+                        --content-delivery redirect needs content in a bucket (--content s3://BUCKET/PREFIX); a folder is streamed, \
+                        or sent by nginx with --offload
+                        """
                     )
                 }
                 return nil

@@ -39,12 +39,12 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
         let input = try DownloadRequest.parse(Array(buffer: body))
         guard let product = catalog.catalog.product(id: input.productID) else { throw DownloadError.unknownProduct(input.productID) }
         let prepared = try await prepare(product)
-        let claim = try await entitlements.claim(
-            ClaimRequest(
+        let verdict = try await entitlements.judge(
+            EntitlementRequest(
                 productID: product.productId, transactionID: input.transactionID, originalTransactionID: input.originalTransactionID,
                 proof: input.proof,
                 appAccountToken: input.appAccountToken, client: context.clientAddress(of: request), customerConsented: input.consent))
-        switch claim {
+        switch verdict {
         case .entitled(let row, let token):
             let slot = try acquireSlot(purchase: row.originalTransactionID, request: request, context: context)
             return try await stream(

@@ -9,7 +9,7 @@ struct DownloadRequest: Sendable {
     /// The purchase's first transaction, which a receipt lists even where its own transaction ID
     /// for a restore differs from StoreKit's (`originalTransactionId`).
     var originalTransactionID: String?
-    var proof: ClaimProof
+    var proof: PresentedProof
     /// The app's account for this purchase (StoreKit 2's `appAccountToken`), when it sends one.
     var appAccountToken: String?
     /// Whether the customer agreed to share consumption data with Apple on refund requests,

@@ -21,7 +21,10 @@ public enum ScratchPostgres {
         guard let url = ProcessInfo.processInfo.environment[variable], !url.isEmpty else {
             throw Unavailable(
                 description:
-                    "\(variable) is not set: this PostgreSQL case needs a cluster. Run `export \(variable)=$(.ci/postgres start)` (make test does it)"
+                    """
+                    \(variable) is not set: this PostgreSQL case needs a cluster. Run `export \(variable)=$(.ci/postgres start)` \
+                    (make test does it)
+                    """
             )
         }
         do {

@@ -16,7 +16,7 @@ import Testing
             transactionID: "1", originalTransactionID: "1", productID: "com.example.book", bundleID: "com.example.app",
             environment: .production,
             expiresAt: nil, revokedAt: nil, appAccountToken: nil, kind: .receipt, proof: "cmVjZWlwdA==")
-        _ = try await ledger.claim(proof, terms: .reverification, now: now)
+        _ = try await ledger.recordProof(proof, terms: .reverification, now: now)
         try await ledger.recordDelivery("1", report: DeliveryReport(range: 0...9, bytesSent: 10, complete: true), fileSize: 10, now: Date())
         let refunded = RevokedPurchase(
             transactionID: "7", originalTransactionID: "7", productID: "com.example.book", bundleID: "b", environment: .sandbox)
