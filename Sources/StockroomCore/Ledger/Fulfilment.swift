@@ -74,13 +74,13 @@ public struct Fulfilment: Sendable, Equatable, Codable {
         expiresAt.map { $0 <= now } ?? false
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey, CaseIterable {
         case transactionID = "transaction_id", originalTransactionID = "original_transaction_id"
         case productID = "product_id", bundleID = "bundle_id", environment, proofKind = "proof_kind", proof
-        case proofDigest = "proof_digest", appAccountToken = "app_account_token", expiresAt = "expires_at"
         case state, verifiedAt = "verified_at", attempts, bytesDelivered = "bytes_delivered", lastError = "last_error"
         case createdAt = "created_at", updatedAt = "updated_at", deliveredAt = "delivered_at"
         case acknowledgedAt = "acknowledged_at", revokedAt = "revoked_at"
+        case proofDigest = "proof_digest", appAccountToken = "app_account_token", expiresAt = "expires_at"
         case revokedByOperatorAt = "revoked_by_operator_at", revokedByRefundAt = "revoked_by_refund_at"
         case finishedAt = "finished_at", customerConsented = "customer_consented"
     }
@@ -109,7 +109,7 @@ public struct DownloadAttempt: Sendable, Equatable, Codable {
         case interrupted
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey, CaseIterable {
         case id, transactionID = "transaction_id", rangeStart = "range_start", rangeEnd = "range_end", bytes, outcome, at
     }
 }

@@ -27,10 +27,9 @@ public struct LedgerStatement: Sendable, Equatable {
         var names: [String] = []
         var values: [LedgerValue] = []
         for (name, value) in row.columns {
-            let bound = value.ledgerValue
-            if name == "id", bound == .null { continue }
+            if name == "id", value == .null { continue }
             names.append(name)
-            values.append(bound)
+            values.append(value)
         }
         let sql = SQLText.cached(.init(row: ObjectIdentifier(Row.self), columns: names.count, conflict: conflict, update: false)) {
             let placeholders = (1...names.count).map { "?\($0)" }.joined(separator: ", ")
@@ -64,7 +63,7 @@ public struct LedgerStatement: Sendable, Equatable {
             let placeholders = (2...columns.count).map { "?\($0)" }.joined(separator: ", ")
             return "UPDATE fulfilments SET (\(names)) = (\(placeholders)) WHERE transaction_id = ?1"
         }
-        return LedgerStatement(sql: sql, values: columns.map(\.value.ledgerValue))
+        return LedgerStatement(sql: sql, values: columns.map(\.value))
     }
 
     /// Keeps the newest `DownloadAttempt.keptPerTransaction` attempts of a transaction: the

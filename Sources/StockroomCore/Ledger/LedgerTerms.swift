@@ -158,7 +158,7 @@ public struct NotificationRecord: Sendable, Equatable, Codable {
     }
 
     /// The column names: the archive's keys, and the rows' on both engines.
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey, CaseIterable {
         case uuid = "notification_uuid", type = "notification_type", subtype, transactionID = "transaction_id"
         case originalTransactionID = "original_transaction_id", outcome, receivedAt = "received_at"
         case signedPayload = "signed_payload", source

@@ -61,9 +61,9 @@ public struct PendingProof: Sendable, Equatable, Codable {
             lastError: draft.error, createdAt: now, updatedAt: now)
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey, CaseIterable {
         case id, transactionID = "transaction_id", proofDigest = "proof_digest", proofKind = "proof_kind", proof
-        case requestedProductID = "requested_product_id", appAccountToken = "app_account_token", client, status
-        case lastError = "last_error", createdAt = "created_at", updatedAt = "updated_at"
+        case requestedProductID = "requested_product_id", appAccountToken = "app_account_token", status
+        case lastError = "last_error", createdAt = "created_at", updatedAt = "updated_at", client
     }
 }

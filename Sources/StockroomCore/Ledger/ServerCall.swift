@@ -49,7 +49,7 @@ public struct ServerCall: Sendable, Equatable, Codable {
         case refused
     }
 
-    enum CodingKeys: String, CodingKey {
+    public enum CodingKeys: String, CodingKey, CaseIterable {
         case id, kind, transactionID = "transaction_id", environment, status, attempts, dueAt = "due_at"
         case leasedUntil = "leased_until", lastError = "last_error", body, requestedBy = "requested_by"
         case createdAt = "created_at", updatedAt = "updated_at", sentAt = "sent_at"
