@@ -73,22 +73,12 @@ private final class ColumnEncoder: Encoder {
             guard let value else { return try encodeNil(forKey: key) }
             try encode(value, forKey: key)
         }
-        mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws {
-            guard let value else { return try encodeNil(forKey: key) }
-            try encode(value, forKey: key)
-        }
-        mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws {
-            guard let value else { return try encodeNil(forKey: key) }
-            try encode(value, forKey: key)
-        }
-        mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws {
-            guard let value else { return try encodeNil(forKey: key) }
-            try encode(value, forKey: key)
-        }
-        mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws {
-            guard let value else { return try encodeNil(forKey: key) }
-            try encode(value, forKey: key)
-        }
+        mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { put(key, value.map(LedgerValue.text)) }
+        mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { put(key, value.map(LedgerValue.integer)) }
+        mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { put(key, value.map { .integer(Int64($0)) }) }
+        mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { put(key, value.map(LedgerValue.bool)) }
+
+        private func put(_ key: Key, _ value: LedgerValue?) { columns.values.append((key.stringValue, value ?? .null)) }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
             -> KeyedEncodingContainer<NestedKey>
