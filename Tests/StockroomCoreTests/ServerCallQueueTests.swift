@@ -111,6 +111,42 @@ import Testing
         }
     }
 
+    /// A queued call this build cannot read (an environment a newer instance wrote) once made every
+    /// lease throw, on every poll, for good: now the rest are leased and sent, and that one stays
+    /// queued for an instance that can read it, set aside for an hour with its reason.
+    @Test(arguments: LedgerEngine.allCases) func aCallThisBuildCannotReadIsSetAsideAndTheRestFlow(_ engine: LedgerEngine) async throws {
+        try await TestLedger.with(engine, finishOn: .acknowledged) { test in
+            let runner = try #require(test.ledger as? any LedgerStatementRunner)
+            try await runner.execute(
+                LedgerStatement(
+                    """
+                    INSERT INTO server_calls (kind, transaction_id, environment, status, attempts, due_at, created_at, updated_at)
+                    VALUES ('finish', '99', 'Martian', 'queued', 0, ?1, ?1, ?1)
+                    """, [Self.now.addingTimeInterval(-10)]))
+            try await Self.deliver(test.ledger, "1", acknowledge: true)
+            let leased = try await test.ledger.leaseServerCalls(limit: 10, until: Self.now.addingTimeInterval(60), now: Self.now)
+            #expect(leased.map(\.transactionID) == ["1"], "the readable call is leased past the unreadable one")
+            try await test.ledger.completeServerCall(try #require(leased.first?.id), .sent(body: nil), now: Self.now)
+            #expect(try await test.ledger.fulfilment("1")?.finishedAt == Self.now)
+
+            // Set aside, still queued, with its reason; not leased again within the hour, nor thrown.
+            struct Call: LedgerRecord {
+                var status: String
+                var lastError: String?
+                init(row: some LedgerCells) throws { (status, lastError) = (try row["status"], try row["last_error"]) }
+            }
+            let aside = try await runner.fetch(
+                LedgerStatement("SELECT status, last_error FROM server_calls WHERE transaction_id = '99'", []), as: Call.self)
+            #expect(aside.first?.status == "queued")
+            #expect(aside.first?.lastError?.contains("environment") == true, "\(String(describing: aside.first?.lastError))")
+            let later = Self.now.addingTimeInterval(1800)
+            #expect(try await test.ledger.leaseServerCalls(limit: 10, until: later.addingTimeInterval(60), now: later).isEmpty)
+            let afterTheRest = Self.now.addingTimeInterval(3700)
+            #expect(
+                try await test.ledger.leaseServerCalls(limit: 10, until: afterTheRest.addingTimeInterval(60), now: afterTheRest).isEmpty)
+        }
+    }
+
     @Test(arguments: LedgerEngine.allCases) func consentIsKeptOnlyOnAnEntitledTransaction(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine) { test in
             try await Self.deliver(test.ledger, "1", acknowledge: false, consent: true)

@@ -149,6 +149,14 @@ extension LedgerStatement {
             """, [until, now, max(0, limit)])
     }
 
+    /// A queued call this build cannot read, kept queued but not leased again before `until`, with
+    /// why in its `last_error`.
+    static func setAside(serverCall id: Int64, reason: String, until: Date) -> LedgerStatement {
+        LedgerStatement(
+            "UPDATE server_calls SET leased_until = ?2, last_error = ?3 WHERE id = ?1 AND status = 'queued' RETURNING 1",
+            [id, until, "set aside: this build cannot read it (\(reason))"])
+    }
+
     /// Whether a notification with this UUID is on record (`count` 0 or 1).
     public static func notificationRecorded(_ uuid: String) -> LedgerStatement {
         LedgerStatement("SELECT COUNT(*) AS count FROM notifications WHERE notification_uuid = ?1", [uuid])

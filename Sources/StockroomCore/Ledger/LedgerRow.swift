@@ -68,6 +68,22 @@ struct Paged<Record: LedgerRecord>: LedgerRecord {
     }
 }
 
+/// A leased row by its `id`, and the record it holds or why this build cannot read it: one row
+/// that cannot be read does not fail the others leased with it.
+struct Readable<Record: LedgerRecord>: LedgerRecord {
+    var id: Int64
+    var record: Result<Record, LedgerRowError>
+
+    init(row: some LedgerCells) throws {
+        id = try row["id"]
+        do {
+            record = .success(try Record(row: row))
+        } catch let unreadable as LedgerRowError {
+            record = .failure(unreadable)
+        }
+    }
+}
+
 /// A number of rows (`count`).
 struct Count: LedgerRecord {
     var count: Int

@@ -126,11 +126,23 @@ extension PendingProofQueue where Self: LedgerStatementRunner {
 }
 
 extension ServerCallQueue where Self: LedgerStatementRunner {
+    /// How long a queued call this build cannot read is set aside before it is leased again.
+    static var unreadableRest: TimeInterval { 3600 }
+
     public func leaseServerCalls(limit: Int, until: Date, now: Date) async throws -> [ServerCall] {
         // The sender asks every few seconds: an idle queue is only read.
         guard try await count(.dueServerCalls(now: now)) > 0 else { return [] }
-        return try await fetch(.leaseServerCalls(limit: limit, until: until, now: now, dialect), as: ServerCall.self)
-            .sorted { ($0.dueAt, $0.id ?? 0) < ($1.dueAt, $1.id ?? 0) }
+        var calls: [ServerCall] = []
+        for leased in try await fetch(.leaseServerCalls(limit: limit, until: until, now: now, dialect), as: Readable<ServerCall>.self) {
+            switch leased.record {
+            case .success(let call): calls.append(call)
+            case .failure(let unreadable):
+                // A row this build cannot read (a value a newer instance wrote) must not stop the
+                // queue: it stays queued for an instance that can, set aside for an hour with its reason.
+                try await execute(.setAside(serverCall: leased.id, reason: unreadable.description, until: now + Self.unreadableRest))
+            }
+        }
+        return calls.sorted { ($0.dueAt, $0.id ?? 0) < ($1.dueAt, $1.id ?? 0) }
     }
 
     public func serverCalls(_ filter: ServerCallListQuery) async throws -> [ServerCall] {
