@@ -46,17 +46,28 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
     private var headerDeadline: NIODeadline?
     private var headerTimer: Scheduled<Void>?
     /// When the connection last read a byte or ended a response.
-    private var lastActive = NIODeadline.now()
+    private var lastActive = NIODeadline.uptimeNanoseconds(0)
     private var idleTimer: Scheduled<Void>?
     /// Heads read whose responses have not ended.
     private var openRequests = 0
     /// A head was read and its request's end not yet.
     private var reading = false
+    /// When bytes of the next head first came while a response was still being written: its
+    /// header deadline runs from then once that response ends. (A client may send its next
+    /// request as soon as it has read the last byte of an answer, before the response's end has
+    /// passed through the pipeline.)
+    private var nextHeadSince: NIODeadline?
 
-    init(headerTimeout: TimeAmount?, idleTimeout: TimeAmount?, activity: ConnectionActivity?) {
+    /// What time it is: the system's uptime clock, or a test's event loop's own.
+    private let clock: () -> NIODeadline
+
+    init(
+        headerTimeout: TimeAmount?, idleTimeout: TimeAmount?, activity: ConnectionActivity?, clock: @escaping () -> NIODeadline = { .now() }
+    ) {
         self.headerTimeout = headerTimeout
         self.idleTimeout = idleTimeout
         self.activity = activity
+        self.clock = clock
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -70,8 +81,12 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if unwrapInboundIn(data).readableBytes > 0 {
-            lastActive = .now()
-            if openRequests == 0 { startHeaderDeadline(context) }
+            lastActive = clock()
+            if openRequests == 0 {
+                startHeaderDeadline(context)
+            } else if !reading, nextHeadSince == nil {
+                nextHeadSince = lastActive
+            }
         }
         context.fireChannelRead(data)
     }
@@ -84,12 +99,17 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
             reading = true
             activity?.requestStarted()
             headerDeadline = nil
+            nextHeadSince = nil
         case .requestRead:
             reading = false
         case .responseEnded:
             if openRequests > 0 {
                 openRequests -= 1
                 activity?.requestEnded()
+            }
+            if openRequests == 0, let since = nextHeadSince {
+                nextHeadSince = nil
+                startHeaderDeadline(context, from: since)
             }
             responseEnded(context)
         case .headStarted:
@@ -111,20 +131,20 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func start(_ context: ChannelHandlerContext) {
-        lastActive = .now()
+        lastActive = clock()
         startHeaderDeadline(context)
         if let idleTimeout, idleTimer == nil { armIdle(context, at: lastActive + idleTimeout) }
     }
 
     private func responseEnded(_ context: ChannelHandlerContext) {
-        lastActive = .now()
+        lastActive = clock()
         if let idleTimeout, idleTimer == nil, context.channel.isActive { armIdle(context, at: lastActive + idleTimeout) }
     }
 
-    /// Starts the header clock unless it runs already.
-    private func startHeaderDeadline(_ context: ChannelHandlerContext) {
+    /// Starts the header clock (from `start`, or now) unless it runs already.
+    private func startHeaderDeadline(_ context: ChannelHandlerContext, from start: NIODeadline? = nil) {
         guard headerDeadline == nil, let headerTimeout else { return }
-        let due = NIODeadline.now() + headerTimeout
+        let due = (start ?? clock()) + headerTimeout
         headerDeadline = due
         if headerTimer == nil { armHeader(context, at: due) }
     }
@@ -135,7 +155,7 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
         headerTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) { [self] in
             headerTimer = nil
             guard let headerDeadline else { return }
-            if headerDeadline > .now() {
+            if headerDeadline > clock() {
                 armHeader(context, at: headerDeadline)
             } else {
                 self.headerDeadline = nil
@@ -150,7 +170,7 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
             idleTimer = nil
             guard let idleTimeout, openRequests == 0 || reading else { return }
             let expiry = lastActive + idleTimeout
-            if expiry > .now() {
+            if expiry > clock() {
                 armIdle(context, at: expiry)
             } else {
                 context.close(promise: nil)
@@ -160,6 +180,7 @@ final class ConnectionClock: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func stop() {
         headerDeadline = nil
+        nextHeadSince = nil
         headerTimer?.cancel()
         headerTimer = nil
         idleTimer?.cancel()
