@@ -26,6 +26,24 @@ import Testing
         }
     }
 
+    /// A transport failure's event message never carries a URL's query: URLSession's errors hold
+    /// the whole failing URL, and a presigned URL's query is a credential the app would log.
+    @Test func aTransportFailureSaysWhatFailedWithoutAnyURLsQuery() {
+        let presigned = "https://store.example.com:9000/bucket/book.epub?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=ab12"
+        let urlError = URLError(.timedOut, userInfo: [NSURLErrorFailingURLStringErrorKey: presigned, "detail": "at \(presigned), then"])
+        let described = Delivery.describe(urlError)
+        #expect(!described.contains("X-Amz") && !described.contains("ab12"), "\(described)")
+        #expect(described.hasPrefix("URLError \(URLError.Code.timedOut.rawValue)"))
+        struct Failure: Error, CustomStringConvertible {
+            let description: String
+        }
+        let curl = Delivery.describe(Failure(description: "Operation timed out after 30000 ms (\(presigned)), retry \(presigned)#frag"))
+        #expect(
+            curl == "Operation timed out after 30000 ms (https://store.example.com:9000/bucket/book.epub?…), retry "
+                + "https://store.example.com:9000/bucket/book.epub?…")
+        #expect(Delivery.withoutQueries("no URL here? none") == "no URL here? none")
+    }
+
     @Test func aLocationIsFollowedOnlyAsAPathOnTheServersOrigin() throws {
         let origin = try #require(ServerOrigin(URL(string: "https://content.example.com:8443/base/")!))
         #expect(origin.url("/v1/downloads/1/content")?.absoluteString == "https://content.example.com:8443/v1/downloads/1/content")

@@ -155,8 +155,43 @@ extension Delivery {
         if let status = result.response?.statusCode {
             emit(.response(transactionID: transactionID, method: method, path: path, rangeStart: rangeStart, status: status))
         } else {
-            emit(.transportFailure(transactionID: transactionID, path: path, message: result.error.map { "\($0)" } ?? "no answer"))
+            emit(.transportFailure(transactionID: transactionID, path: path, message: result.error.map(Self.describe) ?? "no answer"))
         }
+    }
+
+    /// A transport error as an event says it, without any URL's query: a presigned URL's query
+    /// is a credential, and URLSession's errors carry the whole failing URL (the app logs events).
+    static func describe(_ error: any Error) -> String {
+        let text = (error as? URLError).map { "URLError \($0.code.rawValue): \($0.localizedDescription)" } ?? "\(error)"
+        return withoutQueries(text)
+    }
+
+    /// `text` with the query of every URL in it cut, from its `?` to where the URL ends.
+    static func withoutQueries(_ text: String) -> String {
+        var out = ""
+        var inURL = false
+        var cutting = false
+        var token = ""
+        for character in text {
+            let ends = character.isWhitespace || "\"'<>,;{}()[]".contains(character)
+            if ends {
+                out += token
+                token = ""
+                inURL = false
+                cutting = false
+                out.append(character)
+                continue
+            }
+            if cutting { continue }
+            token.append(character)
+            if token.hasSuffix("://") { inURL = true }
+            if inURL, character == "?" || character == "#" {
+                token.removeLast()
+                token += "?…"
+                cutting = true
+            }
+        }
+        return out + token
     }
 
     /// The size of the regular file at `path`; 0 when none (a link there counts as none).

@@ -171,7 +171,7 @@ extension Delivery {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = try? JSONEncoder().encode(["signedTransaction": signedTransaction])
         let result = await transport.collect(request, limit: 4 << 20)
-        guard let response = result.response else { return .failure(.transport(result.error.map { "\($0)" } ?? "no answer")) }
+        guard let response = result.response else { return .failure(.transport(result.error.map(Self.describe) ?? "no answer")) }
         guard response.statusCode == 200 else {
             let error = ServerAnswer.error(in: result.body)
             return .failure(
