@@ -156,6 +156,8 @@ extension Entitlements {
     ) async throws {
         guard inCatalogue(proof.productID) else { return report.skip(proof, .notInCatalogue) }
         if proof.environment == .sandbox, !policy.allowsSandbox, proof.revokedAt == nil { return report.skip(proof, .sandboxNotAllowed) }
+        var terms = terms
+        terms.restores = true
         switch try await ledger.recordProof(proof, terms: terms, now: now()) {
         case .entitled(let row):
             report.restored.append(

@@ -11,11 +11,16 @@ struct SQLiteCells: LedgerCells {
 
     func value(_ column: String, as kind: LedgerValue.Kind) throws -> LedgerValue {
         guard let index = columns.byName[column] else { throw LedgerRowError(column: column, missing: true) }
-        return switch kind {
-        case .text: try row.decode(String?.self, atIndex: index).map(LedgerValue.text) ?? .null
-        case .integer: try row.decode(Int64?.self, atIndex: index).map(LedgerValue.integer) ?? .null
-        case .bool: try row.decode(Bool?.self, atIndex: index).map(LedgerValue.bool) ?? .null
-        case .time: try row.decode(Date?.self, atIndex: index).map(LedgerValue.time) ?? .null
+        // A value GRDB cannot convert (a time written as no date reads) is a row this build cannot read.
+        do {
+            return switch kind {
+            case .text: try row.decode(String?.self, atIndex: index).map(LedgerValue.text) ?? .null
+            case .integer: try row.decode(Int64?.self, atIndex: index).map(LedgerValue.integer) ?? .null
+            case .bool: try row.decode(Bool?.self, atIndex: index).map(LedgerValue.bool) ?? .null
+            case .time: try row.decode(Date?.self, atIndex: index).map(LedgerValue.time) ?? .null
+            }
+        } catch is RowDecodingError {
+            throw LedgerRowError(column: column)
         }
     }
 }

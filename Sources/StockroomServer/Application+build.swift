@@ -24,6 +24,7 @@ public enum StartupError: Error, CustomStringConvertible {
     case appStoreKeyIncomplete
     case xcodeWithApple
     case objectStorage(String)
+    case webhooks(String)
 
     public var description: String {
         switch self {
@@ -45,6 +46,7 @@ public enum StartupError: Error, CustomStringConvertible {
         case .appStoreKeyIncomplete: "the App Store Server API needs --app-store-key, --app-store-key-id and --app-store-issuer-id together"
         case .xcodeWithApple: "--accept-xcode is for development: it refuses to run with --upstream apple"
         case .objectStorage(let detail): "object storage: \(detail)"
+        case .webhooks(let detail): "webhooks: \(detail)"
         }
     }
 }
@@ -100,6 +102,7 @@ public func buildApplication(
         let path = configuration.tokenSecret.map { $0.isEmpty } ?? true ? configuration.tokenSecretPath : nil
         throw StartupError.tokenSecret(path: path, reason: error.description)
     }
+    let webhooks = try configuration.webhookSender(ledger: ledger, tokenKey: tokenKey, logger: logger)
     let verifier = AppStoreReceiptVerifier(
         client: VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
@@ -202,7 +205,7 @@ public func buildApplication(
                 logger: logger)
         ]
             + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger) + (sender.map { [$0] } ?? [])
-            + (reverificationJobs.map { [$0] } ?? []) + (metricsListener.map { [$0] } ?? []),
+            + (reverificationJobs.map { [$0] } ?? []) + (metricsListener.map { [$0] } ?? []) + (webhooks.map { [$0] } ?? []),
         logger: logger
     )
 }

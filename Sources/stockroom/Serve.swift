@@ -30,6 +30,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup(title: "nginx offload") var offload: OffloadOptions
     @OptionGroup(title: "Purchase lifecycle") var lifecycle: LifecycleOptions
     @OptionGroup(title: "Pending proofs") var pendingProofs: PendingProofOptions
+    @OptionGroup(title: "Webhooks") var webhooks: WebhookOptions
 
     func run() async throws {
         var configuration: StockroomServer.ServerConfiguration
@@ -43,6 +44,7 @@ struct Serve: AsyncParsableCommand {
         try offload.apply(to: &configuration)
         try lifecycle.apply(to: &configuration)
         try pendingProofs.apply(to: &configuration)
+        try webhooks.apply(to: &configuration)
         StreamingMemory.bound()
         let logLevel = configuration.logLevel
         LoggingSystem.bootstrap { label in

@@ -20,7 +20,7 @@ struct Stockroom: AsyncParsableCommand {
             Serve.self, SimulatorCommand.self, FulfilmentsCommand.self, RefulfilCommand.self, RevokeCommand.self, ReinstateCommand.self,
             CatalogCommand.self, ContentCommand.self, ReceiptCommand.self, TransactionCommand.self, DoctorCommand.self, DeployCommand.self,
             LedgerCommand.self,
-            NotificationsCommand.self, ClientCommand.self,
+            NotificationsCommand.self, WebhooksCommand.self, ClientCommand.self,
         ]
     )
 }

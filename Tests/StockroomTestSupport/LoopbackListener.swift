@@ -6,12 +6,12 @@ import Foundation
 /// A TCP socket listening on 127.0.0.1, at a port the kernel picks: for the tests' own small
 /// servers (a proxy, a scripted HTTP server), which accept on threads of their own.
 public enum LoopbackListener {
-    /// The listening socket and its port.
-    public static func open(backlog: Int32) throws -> (socket: Int32, port: Int) {
+    /// The listening socket and its port: `port`, or one the kernel picks (0).
+    public static func open(backlog: Int32, port: Int = 0) throws -> (socket: Int32, port: Int) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = loopback(port: 0)
+        var address = loopback(port: port)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }

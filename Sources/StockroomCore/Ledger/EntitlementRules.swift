@@ -8,6 +8,7 @@ public enum EntitlementRules {
         -> LedgerDecision
     {
         let id = proof.transactionID
+        purchase.restoring = terms.restores
         if proof.revokedAt != nil {
             _ = try revoke(
                 RevokedPurchase(proof), cause: .refund, reason: "refunded or revoked (the App Store says so)", purchase: &purchase, now: now
@@ -60,8 +61,7 @@ public enum EntitlementRules {
         row.updatedAt = now
         if let consented = terms.customerConsented { row.customerConsented = consented }
         if terms.countsAttempt { row.attempts += 1 }
-        if existing == nil { purchase.insert(row) } else { purchase.update(row) }
-        return .entitled(row)
+        return .entitled(existing == nil ? purchase.insert(row) : purchase.update(row))
     }
 
     /// During an outage, or within the re-verify interval: the very proof on record, for the
@@ -104,13 +104,11 @@ public enum EntitlementRules {
             try move(&row, to: .delivered, at: now)
             try move(&row, to: .acknowledged, at: now)
             row.updatedAt = now
-            purchase.update(row)
-            return .entitled(row)
+            return .entitled(purchase.update(row))
         case .delivered:
             try move(&row, to: .acknowledged, at: now)
             row.updatedAt = now
-            purchase.update(row)
-            return .entitled(row)
+            return .entitled(purchase.update(row))
         default:
             return .refused(.notDelivered(row.state))
         }
@@ -150,10 +148,10 @@ public enum EntitlementRules {
             if !wasRevoked {
                 try move(&row, to: .revoked, at: now)
                 row.lastError = reason
-                changed.append(row)
             }
             row.updatedAt = now
-            purchase.update(row)
+            let stored = purchase.update(row)
+            if !wasRevoked { changed.append(stored) }
         }
         return changed
     }
@@ -170,14 +168,15 @@ public enum EntitlementRules {
                 guard row.revokedByRefundAt != nil else { continue }
                 row.revokedByRefundAt = nil
             }
-            if row.state == .revoked, row.revokedByOperatorAt == nil, row.revokedByRefundAt == nil {
+            let lifts = row.state == .revoked && row.revokedByOperatorAt == nil && row.revokedByRefundAt == nil
+            if lifts {
                 try move(&row, to: .verified, at: now)
                 row.verifiedAt = now
                 row.lastError = reason
-                lifted.append(row)
             }
             row.updatedAt = now
-            purchase.update(row)
+            let stored = purchase.update(row)
+            if lifts { lifted.append(stored) }
         }
         return lifted
     }

@@ -42,13 +42,15 @@ public struct Fulfilment: Sendable, Equatable, Codable {
     /// Whether the customer agreed that consumption data may go to Apple with a refund request,
     /// as the app last said on a verified download request; nil when it never said.
     public var customerConsented: Bool? = nil
+    /// The sequence number of the latest event about this transaction (`LedgerEvent`); nil before the first.
+    public var eventSequence: Int? = nil
 
     public init(
         transactionID: String, originalTransactionID: String, productID: String, bundleID: String, environment: StoreEnvironment?,
         proofKind: ProofKind, proof: String, proofDigest: String?, appAccountToken: String?, expiresAt: Date?, state: FulfilmentState,
         verifiedAt: Date?, attempts: Int, bytesDelivered: Int64, lastError: String?, createdAt: Date, updatedAt: Date, deliveredAt: Date?,
         acknowledgedAt: Date?, revokedAt: Date?, revokedByOperatorAt: Date?, revokedByRefundAt: Date?, finishedAt: Date? = nil,
-        customerConsented: Bool? = nil
+        customerConsented: Bool? = nil, eventSequence: Int? = nil
     ) {
         (self.transactionID, self.originalTransactionID, self.productID, self.bundleID) = (
             transactionID, originalTransactionID, productID, bundleID
@@ -58,7 +60,7 @@ public struct Fulfilment: Sendable, Equatable, Codable {
         (self.attempts, self.bytesDelivered, self.lastError) = (attempts, bytesDelivered, lastError)
         (self.createdAt, self.updatedAt, self.deliveredAt, self.acknowledgedAt) = (createdAt, updatedAt, deliveredAt, acknowledgedAt)
         (self.revokedAt, self.revokedByOperatorAt, self.revokedByRefundAt) = (revokedAt, revokedByOperatorAt, revokedByRefundAt)
-        (self.finishedAt, self.customerConsented) = (finishedAt, customerConsented)
+        (self.finishedAt, self.customerConsented, self.eventSequence) = (finishedAt, customerConsented, eventSequence)
     }
 
     /// What kind of proof of purchase is stored.
@@ -82,7 +84,7 @@ public struct Fulfilment: Sendable, Equatable, Codable {
         case acknowledgedAt = "acknowledged_at", revokedAt = "revoked_at"
         case proofDigest = "proof_digest", appAccountToken = "app_account_token", expiresAt = "expires_at"
         case revokedByOperatorAt = "revoked_by_operator_at", revokedByRefundAt = "revoked_by_refund_at"
-        case finishedAt = "finished_at", customerConsented = "customer_consented"
+        case finishedAt = "finished_at", customerConsented = "customer_consented", eventSequence = "event_sequence"
     }
 }
 

@@ -7,7 +7,7 @@ import Foundation
 /// the proofs kept while the App Store cannot be asked, the queue of calls owed to Apple, the
 /// notification log, and the operator's reads. SQLite (`SQLiteLedger`) is the default engine;
 /// PostgreSQL (`PostgresLedger`) serves several instances.
-public protocol Ledger: LedgerDecisions, PendingProofQueue, ServerCallQueue, NotificationLog, LedgerViews {}
+public protocol Ledger: LedgerDecisions, PendingProofQueue, ServerCallQueue, NotificationLog, LedgerViews, EventOutbox {}
 
 /// What an operator reads of the ledger (the CLI, the admin API, the console, `/metrics`): rows,
 /// attempts and counts, and the console's aggregates. Nothing decides on them; they only show.

@@ -43,6 +43,25 @@ extension LedgerArchive {
             problems.append("server calls: a transaction has two calls of one kind")
         }
         if known.count != fulfilments.count { problems.append("fulfilments: a transaction ID is recorded twice") }
+        problems += eventProblems
+        return problems
+    }
+
+    /// Each event numbered within its transaction's sequence, once; each delivery of an event on record.
+    private var eventProblems: [String] {
+        var problems: [String] = []
+        let sequences = Dictionary(fulfilments.map { ($0.transactionID, $0.eventSequence ?? 0) }, uniquingKeysWith: max)
+        for event in events where event.sequence > sequences[event.transactionID] ?? 0 {
+            problems.append(
+                "event \(event.eventID): sequence \(event.sequence) past its transaction's \(sequences[event.transactionID] ?? 0)")
+        }
+        if Set(events.map { "\($0.transactionID) \($0.sequence)" }).count != events.count {
+            problems.append("events: a transaction has two events with one sequence number")
+        }
+        let eventIDs = Set(events.compactMap(\.id))
+        for delivery in webhookDeliveries where !eventIDs.contains(delivery.event) {
+            problems.append("webhook delivery \(delivery.id ?? 0): no event \(delivery.event)")
+        }
         return problems
     }
 
@@ -107,6 +126,18 @@ extension LedgerArchive {
             call.leasedUntil = call.leasedUntil.map(round)
             call.sentAt = call.sentAt.map(round)
             return call
+        }
+        copy.events = events.map {
+            var event = $0; event.createdAt = round(event.createdAt); return event
+        }
+        copy.webhookDeliveries = webhookDeliveries.map { delivery in
+            var delivery = delivery
+            delivery.dueAt = round(delivery.dueAt)
+            delivery.createdAt = round(delivery.createdAt)
+            delivery.updatedAt = round(delivery.updatedAt)
+            delivery.leasedUntil = delivery.leasedUntil.map(round)
+            delivery.sentAt = delivery.sentAt.map(round)
+            return delivery
         }
         return copy
     }

@@ -11,24 +11,29 @@ public struct LedgerArchive: Sendable, Equatable {
     public var pendingProofs: [PendingProof] = []
     public var notifications: [NotificationRecord] = []
     public var serverCalls: [ServerCall] = []
+    public var events: [LedgerEvent] = []
+    public var webhookDeliveries: [WebhookDelivery] = []
 
     public init() {}
 
     /// The ledger's tables, in the order an import writes them.
-    public static let tables = ["fulfilments", "download_attempts", "pending_proofs", "notifications", "server_calls"]
+    public static let tables = [
+        "fulfilments", "download_attempts", "pending_proofs", "notifications", "server_calls", "ledger_events", "webhook_deliveries",
+    ]
 
     /// The statements that write every row, IDs included, in an order that keeps references whole.
     public var insertions: [LedgerStatement] {
         fulfilments.map { .insert($0) } + attempts.map { .insert($0) } + pendingProofs.map { .insert($0) }
             + notifications.map { .insert($0) }
-            + serverCalls.map { .insert($0) }
+            + serverCalls.map { .insert($0) } + events.map { .insert($0) } + webhookDeliveries.map { .insert($0) }
     }
 
     /// Rows per table, in the order the file holds them.
     public var counts: KeyValuePairs<String, Int> {
         [
             "fulfilments": fulfilments.count, "download_attempts": attempts.count, "pending_proofs": pendingProofs.count,
-            "notifications": notifications.count, "server_calls": serverCalls.count,
+            "notifications": notifications.count, "server_calls": serverCalls.count, "ledger_events": events.count,
+            "webhook_deliveries": webhookDeliveries.count,
         ]
     }
 
@@ -64,6 +69,8 @@ public struct LedgerArchive: Sendable, Equatable {
         try add("pending_proofs", pendingProofs.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
         try add("notifications", notifications.sorted { $0.uuid < $1.uuid })
         try add("server_calls", serverCalls.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
+        try add("ledger_events", events.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
+        try add("webhook_deliveries", webhookDeliveries.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
         return text
     }
 
@@ -81,6 +88,8 @@ public struct LedgerArchive: Sendable, Equatable {
                 case "pending_proofs": pendingProofs.append(try decoder.decode(Line<PendingProof>.self, from: bytes).row)
                 case "notifications": notifications.append(try decoder.decode(Line<NotificationRecord>.self, from: bytes).row)
                 case "server_calls": serverCalls.append(try decoder.decode(Line<ServerCall>.self, from: bytes).row)
+                case "ledger_events": events.append(try decoder.decode(Line<LedgerEvent>.self, from: bytes).row)
+                case "webhook_deliveries": webhookDeliveries.append(try decoder.decode(Line<WebhookDelivery>.self, from: bytes).row)
                 case let other: throw Malformed(description: "line \(index + 1): unknown table \"\(other)\"")
                 }
             } catch let error as Malformed {

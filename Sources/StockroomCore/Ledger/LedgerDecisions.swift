@@ -66,8 +66,7 @@ extension LedgerDecisions {
         try await decide(.transaction(transactionID)) { work in
             guard var row = work[transactionID] else { throw LedgerError.unknownTransaction(transactionID) }
             guard EntitlementRules.reject(&row, digest: digest, reason: reason, now: now) else { return nil }
-            work.update(row)
-            return row
+            return work.update(row)
         }
     }
 

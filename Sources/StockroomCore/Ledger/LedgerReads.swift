@@ -180,7 +180,7 @@ extension LedgerStatement {
 }
 
 /// A WHERE clause of optional filters, each `?` in them numbered and bound in order.
-private struct Filters {
+struct Filters {
     private var clauses: [String] = []
     private var arguments: [any LedgerBindable] = []
 

@@ -33,6 +33,14 @@ extension ServerCall: LedgerRow {
     public static let table = "server_calls"
 }
 
+extension LedgerEvent: LedgerRow {
+    public static let table = "ledger_events"
+}
+
+extension WebhookDelivery: LedgerRow {
+    public static let table = "webhook_deliveries"
+}
+
 // The aggregates the views read.
 
 /// A group of rows (`name`, `count`): fulfilments per state.

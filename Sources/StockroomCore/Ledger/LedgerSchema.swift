@@ -141,6 +141,46 @@ public enum LedgerSchema {
                     "CREATE INDEX pending_proofs_on_client ON pending_proofs (client)",
                     "CREATE INDEX pending_proofs_on_status_updated_at ON pending_proofs (status, updated_at)",
                 ]),
+            Migration(
+                version: 8, name: "v8: the event log, and its deliveries to webhook endpoints",
+                statements: [
+                    "ALTER TABLE fulfilments ADD COLUMN event_sequence \(count)",
+                    """
+                    CREATE TABLE ledger_events (
+                      id \(id),
+                      event_id TEXT NOT NULL UNIQUE,
+                      type TEXT NOT NULL,
+                      transaction_id TEXT NOT NULL,
+                      sequence \(count) NOT NULL CHECK (sequence >= 1),
+                      body TEXT NOT NULL,
+                      created_at \(time) NOT NULL,
+                      fanned_out BOOLEAN NOT NULL,
+                      UNIQUE (transaction_id, sequence))
+                    """,
+                    "CREATE INDEX ledger_events_on_fanned_out_id ON ledger_events (fanned_out, id)",
+                    "CREATE INDEX ledger_events_on_created_at ON ledger_events (created_at)",
+                    """
+                    CREATE TABLE webhook_deliveries (
+                      id \(id),
+                      event \(count) NOT NULL REFERENCES ledger_events (id) ON DELETE CASCADE,
+                      endpoint TEXT NOT NULL,
+                      transaction_id TEXT NOT NULL,
+                      sequence \(count) NOT NULL,
+                      status TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'parked')),
+                      attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+                      due_at \(time) NOT NULL,
+                      leased_until \(time),
+                      last_error TEXT,
+                      last_status INTEGER,
+                      created_at \(time) NOT NULL,
+                      updated_at \(time) NOT NULL,
+                      sent_at \(time),
+                      UNIQUE (endpoint, event))
+                    """,
+                    "CREATE INDEX webhook_deliveries_on_status_due_at ON webhook_deliveries (status, due_at)",
+                    "CREATE INDEX webhook_deliveries_on_order ON webhook_deliveries (endpoint, transaction_id, sequence)",
+                    "CREATE INDEX webhook_deliveries_on_event ON webhook_deliveries (event)",
+                ]),
         ]
     }
 }

@@ -52,7 +52,9 @@ public struct LedgerStatement: Sendable, Equatable {
     /// After an import wrote rows with their IDs: new rows' IDs follow the highest imported.
     static func continueIdentities(_ dialect: LedgerDialect) -> [LedgerStatement] {
         guard let statement = dialect.continueIdentity else { return [] }
-        return ["download_attempts", "pending_proofs", "server_calls"].map { LedgerStatement(statement($0), []) }
+        return ["download_attempts", "pending_proofs", "server_calls", "ledger_events", "webhook_deliveries"].map {
+            LedgerStatement(statement($0), [])
+        }
     }
 
     /// Writes every column of a fulfilment but its key.
@@ -89,13 +91,6 @@ public struct LedgerStatement: Sendable, Equatable {
               updated_at = ?7, sent_at = ?8
             WHERE id = ?1
             """, [call.id, call.status, call.attempts, call.dueAt, call.lastError, call.body, call.updatedAt, call.sentAt])
-    }
-
-    /// Stamps a transaction finished with Apple, once.
-    public static func stampFinished(_ transactionID: String, now: Date) -> LedgerStatement {
-        LedgerStatement(
-            "UPDATE fulfilments SET finished_at = COALESCE(finished_at, ?2), updated_at = ?2 WHERE transaction_id = ?1",
-            [transactionID, now])
     }
 
     /// Records a notification unless its UUID is on record.
@@ -144,6 +139,7 @@ extension LedgerWrites {
         var statements = insertedRows.map { LedgerStatement.insert($0) } + changedRows.map(LedgerStatement.update)
         for attempt in attempts { statements += [.insert(attempt), .trimAttempts(of: attempt.transactionID)] }
         return statements + settledPendingProofs.map(LedgerStatement.settle) + serverCalls.map(LedgerStatement.queue)
+            + events.map { .insert($0) }
     }
 }
 

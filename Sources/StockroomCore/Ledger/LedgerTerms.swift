@@ -27,6 +27,8 @@ public struct ProofTerms: Sendable, Equatable {
     public var countsAttempt: Bool
     /// The customer's consent to share consumption data with Apple, when the app says; kept on an entitled row.
     public var customerConsented: Bool?
+    /// Whether a restore (the App Store's transaction history) recorded it: its event says restored.
+    public var restores = false
 
     public init(
         requestedProductID: String?, appAccountToken: String?, checksAccount: Bool, countsAttempt: Bool, customerConsented: Bool? = nil

@@ -98,7 +98,9 @@ extension ServerCallQueue where Self: LedgerStatementRunner {
         try await transaction { transaction in
             let call = try transaction.fetch(.serverCall(id), as: ServerCall.self, locking: true).first
             guard let call, call.status == .queued else { return }
-            for statement in call.settlement(result, now: now) { try transaction.execute(statement) }
+            // The row is read locked: its event's sequence number is taken under the lock every writer of it holds.
+            let row = try transaction.fetch(.fulfilment(call.transactionID), as: Fulfilment.self, locking: true).first
+            for statement in call.settlement(result, row: row, now: now) { try transaction.execute(statement) }
         }
     }
 }
@@ -118,6 +120,8 @@ extension LedgerStatementRunner {
             archive.pendingProofs = try rows(PendingProof.self, "id")
             archive.notifications = try rows(NotificationRecord.self, dialect.bytewise("notification_uuid"))
             archive.serverCalls = try rows(ServerCall.self, "id")
+            archive.events = try rows(LedgerEvent.self, "id")
+            archive.webhookDeliveries = try rows(WebhookDelivery.self, "id")
             return archive
         }
     }

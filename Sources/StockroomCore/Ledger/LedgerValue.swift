@@ -128,6 +128,7 @@ extension LedgerBindable where Self: RawRepresentable, RawValue == String {
 extension FulfilmentState: LedgerBindable {}
 extension Fulfilment.ProofKind: LedgerBindable {}
 extension DownloadAttempt.Outcome: LedgerBindable {}
+extension WebhookDelivery.Status: LedgerBindable {}
 extension PendingProof.Status: LedgerBindable {}
 extension ServerCall.Kind: LedgerBindable {}
 extension ServerCall.Status: LedgerBindable {}

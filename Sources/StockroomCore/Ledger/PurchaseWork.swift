@@ -11,6 +11,9 @@ public struct PurchaseWork: Sendable {
         self.rows = Dictionary(rows.map { ($0.transactionID, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// Whether a restore is recording proofs: an entitlement it makes is reported restored.
+    public var restoring = false
+
     public subscript(transactionID: String) -> Fulfilment? { rows[transactionID] }
 
     /// Every row, in transaction-ID order.
@@ -32,16 +35,37 @@ public struct PurchaseWork: Sendable {
         return writes
     }
 
-    mutating func insert(_ row: Fulfilment) {
+    /// Adds a row; returns it as stored (`numbered`).
+    @discardableResult
+    mutating func insert(_ row: Fulfilment) -> Fulfilment {
         precondition(rows[row.transactionID] == nil, "a row is inserted once")
-        rows[row.transactionID] = row
+        let stored = numbered(row, after: nil)
+        rows[row.transactionID] = stored
         insertedIDs.append(row.transactionID)
+        return stored
     }
 
-    mutating func update(_ row: Fulfilment) {
-        precondition(rows[row.transactionID] != nil, "only a row read or inserted is updated")
-        rows[row.transactionID] = row
+    /// Changes a row; returns it as stored (`numbered`).
+    @discardableResult
+    mutating func update(_ row: Fulfilment) -> Fulfilment {
+        guard let before = rows[row.transactionID] else { preconditionFailure("only a row read or inserted is updated") }
+        let stored = numbered(row, after: before)
+        rows[row.transactionID] = stored
         changedIDs.insert(row.transactionID)
+        return stored
+    }
+
+    /// `row` with an event written for each step its state took since `before`
+    /// (`LedgerEvent.types`), each numbered next in its transaction's sequence.
+    private mutating func numbered(_ row: Fulfilment, after before: Fulfilment?) -> Fulfilment {
+        var row = row
+        var sequence = before?.eventSequence ?? row.eventSequence ?? 0
+        for (type, detail) in LedgerEvent.types(from: before, to: row, restoring: restoring) {
+            sequence += 1
+            row.eventSequence = sequence
+            written.events.append(.about(row, type: type, sequence: sequence, detail: detail, now: row.updatedAt))
+        }
+        return row
     }
 
     /// Logs a download attempt of a transaction of the purchase.
@@ -72,6 +96,8 @@ public struct LedgerWrites: Sendable, Equatable {
     public var settledPendingProofs: [PendingProofKey] = []
     /// Calls owed to Apple, each inserted once per (kind, transaction).
     public var serverCalls: [ServerCall] = []
+    /// What happened, for the event log and webhooks: written with the rows they report.
+    public var events: [LedgerEvent] = []
 
     public init() {}
 }

@@ -77,12 +77,19 @@ public struct ServerCall: Sendable, Equatable, Codable {
         return call
     }
 
-    /// The statements that settle this call with `result`: the call, and for a sent finish its
-    /// transaction's `finished_at`.
-    public func settlement(_ result: ServerCallResult, now: Date) -> [LedgerStatement] {
+    /// The statements that settle this call with `result`: the call, and once sent, its
+    /// transaction's row (`row`, read locked), stamped `finished_at` for a finish, and the event
+    /// that reports it.
+    public func settlement(_ result: ServerCallResult, row: Fulfilment?, now: Date) -> [LedgerStatement] {
         var call = self
         call.apply(result, now: now)
-        return [.settle(call)] + (call.kind == .finish && call.status == .sent ? [.stampFinished(call.transactionID, now: now)] : [])
+        guard call.status == .sent, var row else { return [.settle(call)] }
+        if call.kind == .finish { row.finishedAt = row.finishedAt ?? now }
+        row.updatedAt = now
+        let sequence = (row.eventSequence ?? 0) + 1
+        row.eventSequence = sequence
+        let event = LedgerEvent.about(row, type: call.kind == .finish ? .finished : .consumptionAnswered, sequence: sequence, now: now)
+        return [.settle(call), .update(row), .insert(event)]
     }
 
     /// The wait before the next try after `attempts` failures: 2 s doubling to an hour, or

@@ -87,6 +87,14 @@ public struct ServerConfiguration: Sendable {
     /// How often the queue of calls owed to the Server API is read when nothing wakes it.
     public var serverCallInterval: Duration = .seconds(2)
 
+    // Webhooks (`--webhook`, `--webhooks`): the ledger's events pushed to the operator's endpoints.
+    /// Endpoints given by URL alone, each signed with a secret derived from the download-token key.
+    public var webhookURLs: [String] = []
+    /// A JSON file of endpoints with their names and secrets (`WebhookEndpoint.endpoints(file:)`).
+    public var webhooksFile: String?
+    /// How the sender retries, gives up and keeps the event log.
+    public var webhookSettings = WebhookSettings()
+
     // Limits: each has a `serve` flag and a STOCKROOM_ variable (ServerConfiguration+Limits).
     /// What each client connection lives under: the connection cap, timeouts, minimum rates and
     /// the shutdown grace.

@@ -30,13 +30,18 @@ import Testing
             source: "push")
         #expect(try await ledger.recordNotification(notification, outcome: "revoked", now: now))
         #expect(try await ledger.queueConsumptionAnswer("1", environment: .production, requestedBy: "n-2", now: now) == .skippedNoConsent)
+        #expect(try await ledger.fanOut(to: ["backend"], limit: 100, now: now) == 3)
     }
 
     @Test func anExportImportedIntoAnEmptyLedgerGivesTheSameRowsAndBytes() async throws {
         try await ScratchPostgres.withLedger { source in
             try await Self.populate(source)
             let archive = try await source.archive()
-            #expect(archive.summary == "2 fulfilments, 1 download_attempts, 1 pending_proofs, 1 notifications, 1 server_calls")
+            #expect(
+                archive.summary
+                    == "2 fulfilments, 1 download_attempts, 1 pending_proofs, 1 notifications, 1 server_calls, 3 ledger_events, "
+                    + "3 webhook_deliveries"
+            )
             #expect(archive.problems.isEmpty, "\(archive.problems)")
             let lines = try archive.jsonLines()
             #expect(try LedgerArchive(jsonLines: lines) == archive, "the file reads back as written")

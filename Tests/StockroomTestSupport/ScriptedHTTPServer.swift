@@ -1,13 +1,12 @@
 import Foundation
-import StockroomTestSupport
 #if canImport(Glibc)
     import Glibc
 #endif
 
 /// An HTTP server on loopback that answers each request with a script of raw writes and pauses,
 /// for what a real server does not do on demand: never answer, stall mid-body, redirect.
-final class ScriptedHTTPServer: @unchecked Sendable {
-    enum Step: Sendable {
+public final class ScriptedHTTPServer: @unchecked Sendable {
+    public enum Step: Sendable {
         case send(String)
         /// Bytes as they are (a body that is not UTF-8).
         case raw([UInt8])
@@ -19,11 +18,11 @@ final class ScriptedHTTPServer: @unchecked Sendable {
     }
 
     /// One request as it arrived: its head's lines and its body.
-    struct Request: Sendable {
-        var head: [String]
-        var body: Data
-        var line: String { head.first ?? "" }
-        func header(_ name: String) -> String? {
+    public struct Request: Sendable {
+        public var head: [String]
+        public var body: Data
+        public var line: String { head.first ?? "" }
+        public func header(_ name: String) -> String? {
             for field in head.dropFirst() {
                 let parts = field.split(separator: ":", maxSplits: 1)
                 if parts.count == 2, parts[0].lowercased() == name.lowercased() { return parts[1].trimmingCharacters(in: .whitespaces) }
@@ -32,7 +31,7 @@ final class ScriptedHTTPServer: @unchecked Sendable {
         }
     }
 
-    let port: Int
+    public let port: Int
     private let listener: Int32
     private let script: @Sendable (Request) -> [Step]
     private let lock = NSLock()
@@ -44,25 +43,26 @@ final class ScriptedHTTPServer: @unchecked Sendable {
     /// For each `awaitClose`, the seconds from the last byte sent (or the request, when nothing
     /// was sent) to the client's close, measured
     /// on this server's own threads (a busy test process's task threads do not skew them).
-    var clientCloseDelays: [TimeInterval] { lock.withLock { closeDelays } }
+    public var clientCloseDelays: [TimeInterval] { lock.withLock { closeDelays } }
 
-    init(script: @escaping @Sendable (Request) -> [Step]) throws {
+    /// On `port`, or one the kernel picks (0): a receiver brought back on the port it was down on.
+    public init(port: Int = 0, script: @escaping @Sendable (Request) -> [Step]) throws {
         self.script = script
-        (listener, port) = try LoopbackListener.open(backlog: 16)
+        (listener, self.port) = try LoopbackListener.open(backlog: 16, port: port)
         Thread { [self] in acceptLoop() }.start()
     }
 
     deinit { stop() }
 
-    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    public var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// The requests so far.
-    var requests: [Request] { lock.withLock { seen } }
+    public var requests: [Request] { lock.withLock { seen } }
 
     /// Once only: a second `shutdown` on a descriptor closed since would hit whatever socket
     /// of another test took its number.
     /// The connections are shut down under the lock: one still listed is not closed yet.
-    func stop() {
+    public func stop() {
         lock.withLock {
             if stopped { return }
             stopped = true

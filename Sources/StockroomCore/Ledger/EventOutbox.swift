@@ -1,0 +1,300 @@
+import Foundation
+
+/// The ledger's event log and its deliveries to webhook endpoints: an outbox. Events are written
+/// with the changes they report (`LedgerWrites.events`, `ServerCall.settlement`); a sender then
+/// queues a delivery of each to each configured endpoint (`fanOut`) and leases them, one sender at
+/// a time, in order per transaction and endpoint.
+public protocol EventOutbox: Sendable {
+    /// A transaction's events, oldest first, at most `limit`.
+    func events(of transactionID: String, limit: Int) async throws -> [LedgerEvent]
+    /// Queues a delivery to each of `endpoints` of up to `limit` events not fanned out yet, oldest
+    /// first, and marks them fanned out; returns how many events. One fan-out runs at a time
+    /// across instances. With no endpoint, events are only marked.
+    func fanOut(to endpoints: [String], limit: Int, now: Date) async throws -> Int
+    /// Up to `limit` due deliveries to `endpoint` that no other sender holds and that no earlier
+    /// queued event of their transaction waits before, oldest first, now held until `until`.
+    func leaseWebhookDeliveries(endpoint: String, limit: Int, until: Date, now: Date) async throws -> [LeasedDelivery]
+    /// Settles a leased delivery.
+    func completeWebhookDelivery(_ id: Int64, _ result: WebhookDeliveryResult, now: Date) async throws
+    /// Deliveries on record, newest first.
+    func webhookDeliveries(_ query: WebhookDeliveryQuery) async throws -> [ListedDelivery]
+    /// Queues a delivery again (parked, or sent and to be sent once more), due now, its tries
+    /// counted afresh; false when no delivery has this ID.
+    func redeliver(_ id: Int64, now: Date) async throws -> Bool
+    /// Each endpoint's queue at a glance.
+    func webhookStats(endpoints: [String]) async throws -> [WebhookQueueStats]
+    /// Deletes up to `limit` events (and their deliveries) written before `before`; returns how many.
+    func purgeEvents(before: Date, limit: Int) async throws -> Int
+}
+
+extension LedgerStatement {
+    /// A transaction's events, oldest first.
+    public static func events(of transactionID: String, limit: Int) -> LedgerStatement {
+        LedgerStatement("SELECT * FROM ledger_events WHERE transaction_id = ?1 ORDER BY sequence LIMIT ?2", [transactionID, max(0, limit)])
+    }
+
+    /// Marks up to `limit` events not fanned out yet, oldest first; returns their IDs, transactions and sequences.
+    static func markFannedOut(limit: Int, _ dialect: LedgerDialect) -> LedgerStatement {
+        LedgerStatement(
+            """
+            UPDATE ledger_events SET fanned_out = ?1 WHERE id IN
+              (SELECT id FROM ledger_events WHERE fanned_out = ?2 ORDER BY id LIMIT ?3)
+            RETURNING id, transaction_id, sequence
+            """, [true, false, max(0, limit)])
+    }
+
+    /// Queues one event's delivery to one endpoint, once.
+    static func queue(_ delivery: WebhookDelivery) -> LedgerStatement {
+        insert(delivery, onConflict: "(endpoint, event) DO NOTHING RETURNING 1")
+    }
+
+    /// Holds until `until` up to `limit` due deliveries to `endpoint`, each the first queued of its
+    /// transaction for that endpoint, oldest first; returns them.
+    static func leaseWebhookDeliveries(endpoint: String, limit: Int, until: Date, now: Date, _ dialect: LedgerDialect) -> LedgerStatement {
+        LedgerStatement(
+            """
+            UPDATE webhook_deliveries SET leased_until = ?1 WHERE id IN
+              (SELECT d.id FROM webhook_deliveries d
+               WHERE d.endpoint = ?4 AND d.status = 'queued' AND d.due_at <= ?2 AND (d.leased_until IS NULL OR d.leased_until <= ?2)
+                 AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint = d.endpoint
+                   AND e.transaction_id = d.transaction_id AND e.sequence < d.sequence AND e.status = 'queued')
+               ORDER BY d.due_at, d.id LIMIT ?3\(dialect.skipLocked))
+            RETURNING *
+            """, [until, now, max(0, limit), endpoint])
+    }
+
+    /// Whether any delivery to `endpoint` is due (`count` 0 or 1): an idle queue is only read.
+    static func dueWebhookDeliveries(endpoint: String, now: Date) -> LedgerStatement {
+        LedgerStatement(
+            """
+            SELECT COUNT(*) AS count FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'queued' AND due_at <= ?1 AND endpoint = ?2
+              LIMIT 1) AS due
+            """, [now, endpoint])
+    }
+
+    /// Whether any event waits to be fanned out (`count` 0 or 1).
+    static var eventsToFanOut: LedgerStatement {
+        LedgerStatement("SELECT COUNT(*) AS count FROM (SELECT 1 FROM ledger_events WHERE fanned_out = ?1 LIMIT 1) AS waiting", [false])
+    }
+
+    /// The events with these IDs.
+    static func eventBodies(_ ids: [Int64]) -> LedgerStatement {
+        let placeholders = ids.indices.map { "?\($0 + 1)" }.joined(separator: ", ")
+        return LedgerStatement("SELECT id, event_id, type, body, created_at FROM ledger_events WHERE id IN (\(placeholders))", ids)
+    }
+
+    /// One delivery.
+    static func webhookDelivery(_ id: Int64) -> LedgerStatement {
+        LedgerStatement("SELECT * FROM webhook_deliveries WHERE id = ?1", [id])
+    }
+
+    /// Writes a delivery as `WebhookDelivery.apply(_:now:)` left it (which releases its lease).
+    static func settle(_ delivery: WebhookDelivery) -> LedgerStatement {
+        LedgerStatement(
+            """
+            UPDATE webhook_deliveries SET status = ?2, attempts = ?3, due_at = ?4, leased_until = NULL, last_error = ?5,
+              last_status = ?6, updated_at = ?7, sent_at = ?8
+            WHERE id = ?1
+            """,
+            [
+                delivery.id, delivery.status, delivery.attempts, delivery.dueAt, delivery.lastError, delivery.lastStatus,
+                delivery.updatedAt, delivery.sentAt,
+            ])
+    }
+
+    /// A queued delivery this build cannot read, kept queued but not leased again before `until`.
+    static func setAside(webhookDelivery id: Int64, reason: String, until: Date) -> LedgerStatement {
+        LedgerStatement(
+            "UPDATE webhook_deliveries SET leased_until = ?2, last_error = ?3 WHERE id = ?1 AND status = 'queued' RETURNING 1",
+            [id, until, "set aside: this build cannot read it (\(reason))"])
+    }
+
+    /// Deliveries matching `query`, newest first, with their events' IDs and types.
+    static func webhookDeliveries(_ query: WebhookDeliveryQuery) -> LedgerStatement {
+        var filters = Filters()
+        if let endpoint = query.endpoint { filters.add("d.endpoint = ?", [endpoint]) }
+        if let status = query.status { filters.add("d.status = ?", [status]) }
+        if let transactionID = query.transactionID { filters.add("d.transaction_id = ?", [transactionID]) }
+        return filters.statement(
+            "SELECT d.*, e.event_id AS event_uuid, e.type AS event_type FROM webhook_deliveries d JOIN ledger_events e ON e.id = d.event",
+            then: "ORDER BY d.id DESC LIMIT ?", [max(0, query.limit)])
+    }
+
+    /// Queues a delivery again, due now, its tries counted afresh.
+    static func redeliver(_ id: Int64, now: Date) -> LedgerStatement {
+        LedgerStatement(
+            """
+            UPDATE webhook_deliveries SET status = 'queued', attempts = 0, due_at = ?2, leased_until = NULL, updated_at = ?2,
+              sent_at = NULL, created_at = ?2
+            WHERE id = ?1 RETURNING 1
+            """, [id, now])
+    }
+
+    /// Per endpoint and status, how many deliveries, and the oldest queued one's time.
+    static var webhookStats: LedgerStatement {
+        LedgerStatement(
+            """
+            SELECT endpoint, status, COUNT(*) AS count, MIN(created_at) AS oldest FROM webhook_deliveries GROUP BY endpoint, status
+            """, [])
+    }
+
+    /// Deletes the deliveries of up to `limit` events written before `before`, oldest first.
+    static func purgeDeliveries(before: Date, limit: Int) -> LedgerStatement {
+        LedgerStatement(
+            """
+            DELETE FROM webhook_deliveries WHERE event IN
+              (SELECT id FROM ledger_events WHERE created_at < ?1 ORDER BY id LIMIT ?2)
+            """, [before, max(0, limit)])
+    }
+
+    /// Deletes up to `limit` events written before `before`, oldest first.
+    static func purgeEvents(before: Date, limit: Int) -> LedgerStatement {
+        LedgerStatement(
+            "DELETE FROM ledger_events WHERE id IN (SELECT id FROM ledger_events WHERE created_at < ?1 ORDER BY id LIMIT ?2) RETURNING 1",
+            [before, max(0, limit)])
+    }
+}
+
+/// An event fanned out: its ID, transaction and sequence.
+struct FannedOutEvent: LedgerRecord {
+    var id: Int64
+    var transactionID: String
+    var sequence: Int
+
+    init(row: some LedgerCells) throws {
+        (id, transactionID, sequence) = (try row["id"], try row["transaction_id"], try row["sequence"])
+    }
+}
+
+/// What a sender needs of an event: read apart from its type's meaning, so that an event a newer
+/// instance wrote (a type this build does not know) is still sent, verbatim.
+struct EventBody: LedgerRecord {
+    var id: Int64
+    var eventID: String
+    var type: String
+    var body: String
+    var createdAt: Date
+
+    init(row: some LedgerCells) throws {
+        (id, eventID, type, body) = (try row["id"], try row["event_id"], try row["type"], try row["body"])
+        createdAt = try row["created_at"]
+    }
+}
+
+/// A delivery with its event's ID and type, as listed.
+struct ListedDeliveryRow: LedgerRecord {
+    var listed: ListedDelivery
+
+    init(row: some LedgerCells) throws {
+        let type: String = try row["event_type"]
+        listed = ListedDelivery(delivery: try WebhookDelivery(row: row), eventID: try row["event_uuid"], type: type)
+    }
+}
+
+/// Deliveries of one endpoint in one status.
+struct WebhookStatsRow: LedgerRecord {
+    var endpoint: String
+    var status: String
+    var count: Int
+    var oldest: Date?
+
+    init(row: some LedgerCells) throws {
+        (endpoint, status, count, oldest) = (try row["endpoint"], try row["status"], try row["count"], try row["oldest"])
+    }
+}
+
+extension EventOutbox where Self: LedgerStatementRunner {
+    /// How long a queued delivery this build cannot read is set aside before it is leased again.
+    static var unreadableDeliveryRest: TimeInterval { 3600 }
+
+    public func events(of transactionID: String, limit: Int) async throws -> [LedgerEvent] {
+        try await fetch(.events(of: transactionID, limit: limit), as: LedgerEvent.self)
+    }
+
+    public func fanOut(to endpoints: [String], limit: Int, now: Date) async throws -> Int {
+        guard try await count(.eventsToFanOut) > 0 else { return 0 }
+        let dialect = dialect
+        return try await transaction { transaction in
+            // One fan-out at a time: two instances marking the same events would queue nothing twice
+            // (the deliveries are unique), but one must not pass over an event the other holds.
+            try transaction.lock("webhooks:fan-out")
+            let events = try transaction.fetch(.markFannedOut(limit: limit, dialect), as: FannedOutEvent.self)
+            for event in events.sorted(by: { $0.id < $1.id }) {
+                for endpoint in endpoints {
+                    let delivery = WebhookDelivery(
+                        id: nil, event: event.id, endpoint: endpoint, transactionID: event.transactionID, sequence: event.sequence,
+                        status: .queued, attempts: 0, dueAt: now, leasedUntil: nil, lastError: nil, lastStatus: nil, createdAt: now,
+                        updatedAt: now, sentAt: nil)
+                    try transaction.execute(.queue(delivery))
+                }
+            }
+            return events.count
+        }
+    }
+
+    public func leaseWebhookDeliveries(endpoint: String, limit: Int, until: Date, now: Date) async throws -> [LeasedDelivery] {
+        guard try await count(.dueWebhookDeliveries(endpoint: endpoint, now: now)) > 0 else { return [] }
+        var deliveries: [WebhookDelivery] = []
+        let statement = LedgerStatement.leaseWebhookDeliveries(endpoint: endpoint, limit: limit, until: until, now: now, dialect)
+        for leased in try await fetch(statement, as: Readable<WebhookDelivery>.self) {
+            switch leased.record {
+            case .success(let delivery): deliveries.append(delivery)
+            case .failure(let unreadable):
+                // As with calls owed to Apple: one row this build cannot read must not stop the queue.
+                let until = now + Self.unreadableDeliveryRest
+                try await execute(.setAside(webhookDelivery: leased.id, reason: unreadable.description, until: until))
+            }
+        }
+        guard !deliveries.isEmpty else { return [] }
+        let bodies = try await fetch(.eventBodies(deliveries.map(\.event)), as: EventBody.self)
+        let byID = Dictionary(bodies.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        return deliveries.sorted { ($0.dueAt, $0.id ?? 0) < ($1.dueAt, $1.id ?? 0) }.compactMap { delivery in
+            // The event is deleted with its deliveries: one missing was purged after this lease; it is not sent.
+            guard let event = byID[delivery.event] else { return nil }
+            return LeasedDelivery(
+                delivery: delivery, eventID: event.eventID, type: event.type, body: event.body, eventCreatedAt: event.createdAt)
+        }
+    }
+
+    public func completeWebhookDelivery(_ id: Int64, _ result: WebhookDeliveryResult, now: Date) async throws {
+        try await transaction { transaction in
+            guard var delivery = try transaction.fetch(.webhookDelivery(id), as: WebhookDelivery.self, locking: true).first,
+                delivery.status == .queued
+            else { return }
+            delivery.apply(result, now: now)
+            try transaction.execute(.settle(delivery))
+        }
+    }
+
+    public func webhookDeliveries(_ query: WebhookDeliveryQuery) async throws -> [ListedDelivery] {
+        try await fetch(.webhookDeliveries(query), as: ListedDeliveryRow.self).map(\.listed)
+    }
+
+    public func redeliver(_ id: Int64, now: Date) async throws -> Bool {
+        try await execute(.redeliver(id, now: now)) == 1
+    }
+
+    public func webhookStats(endpoints: [String]) async throws -> [WebhookQueueStats] {
+        var stats = Dictionary(uniqueKeysWithValues: endpoints.map { ($0, WebhookQueueStats(endpoint: $0)) })
+        for row in try await fetch(.webhookStats, as: WebhookStatsRow.self) {
+            var entry = stats[row.endpoint] ?? WebhookQueueStats(endpoint: row.endpoint)
+            switch WebhookDelivery.Status(rawValue: row.status) {
+            case .queued:
+                entry.queued = row.count
+                entry.oldestQueuedAt = row.oldest
+            case .sent: entry.sent = row.count
+            case .parked: entry.parked = row.count
+            case nil: continue
+            }
+            stats[row.endpoint] = entry
+        }
+        return stats.values.sorted { $0.endpoint < $1.endpoint }
+    }
+
+    public func purgeEvents(before: Date, limit: Int) async throws -> Int {
+        try await transaction { transaction in
+            try transaction.execute(.purgeDeliveries(before: before, limit: limit))
+            return try transaction.execute(.purgeEvents(before: before, limit: limit))
+        }
+    }
+}
