@@ -267,6 +267,30 @@ final class WebhookReceiver: @unchecked Sendable {
         withExtendedLifetime(folder) {}
     }
 
+    /// Two instances on one PostgreSQL ledger, each with its sender: every event is sent by one of them, once.
+    @Test func twoInstancesOnOneLedgerSendEachEventOnce() async throws {
+        let receiver = try WebhookReceiver(secrets: [Self.secret])
+        defer { receiver.stop() }
+        try await Self.run(engine: .postgres, receiver: receiver, { $0.finishOn = nil }) { fixture in
+            // The second instance's sender, on its own pool to the same database.
+            let endpoint = WebhookEndpoint(name: "backend", url: receiver.url, secrets: [Self.secret])
+            var settings = WebhookSettings()
+            settings.interval = .milliseconds(100)
+            let other = WebhookSender(ledger: fixture.ledger, endpoints: [endpoint], settings: settings, logger: .init(label: "other"))
+            let running = Task { try await other.run() }
+            defer { running.cancel() }
+            var ids: [String] = []
+            for _ in 0..<6 { ids.append(try await LifecycleTests.buyAndDownload(fixture).0.transactionId) }
+            let bought = ids
+            #expect(try await fixture.eventually { bought.allSatisfy { Self.types(receiver, of: $0).count == 2 } })
+            try await Task.sleep(for: .milliseconds(500))
+            let perEvent = Dictionary(grouping: receiver.received, by: \.eventID)
+            #expect(perEvent.count == 12)
+            #expect(perEvent.values.allSatisfy { $0.count == 1 }, "an event was sent twice: \(perEvent.filter { $0.value.count > 1 }.keys)")
+            Self.checkDeliveries(receiver)
+        }
+    }
+
     @Test func a410ParksAtOnceAndARedirectIsNotFollowed() async throws {
         let receiver = try WebhookReceiver(secrets: [Self.secret], mode: .status(410))
         defer { receiver.stop() }

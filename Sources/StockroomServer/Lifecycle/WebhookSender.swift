@@ -109,8 +109,9 @@ public struct WebhookSender: Service, CustomStringConvertible {
     /// Sends the deliveries to `endpoint` due now, one batch; returns how many were leased.
     @discardableResult
     func sendDue(_ endpoint: WebhookEndpoint, now: Date = Date()) async throws -> Int {
-        // The lease outlives the longest request, so a delivery in flight is never sent twice at once.
-        let lease = settings.timeout.seconds * 2 + 30
+        // The lease outlives the longest request and its record, so a delivery in flight is never
+        // sent twice at once; one an instance held when it died is sent again once it runs out.
+        let lease = settings.timeout.seconds + 10
         let leased = try await ledger.leaseWebhookDeliveries(
             endpoint: endpoint.name, limit: settings.concurrency, until: now.addingTimeInterval(lease), now: now)
         await withTaskGroup(of: Void.self) { group in
