@@ -102,7 +102,8 @@ public func buildApplication(
         let path = configuration.tokenSecret.map { $0.isEmpty } ?? true ? configuration.tokenSecretPath : nil
         throw StartupError.tokenSecret(path: path, reason: error.description)
     }
-    let webhooks = try configuration.webhookSender(ledger: ledger, tokenKey: tokenKey, logger: logger)
+    let webhookEndpoints = try configuration.webhookEndpoints(tokenKey: tokenKey)
+    let webhooks = configuration.webhookSender(ledger: ledger, endpoints: webhookEndpoints, logger: logger)
     let verifier = AppStoreReceiptVerifier(
         client: VerifyReceiptClient(
             transport: CurlHTTPClient(), endpoints: configuration.upstream.endpoints(simulatorURL: configuration.simulatorURL),
@@ -160,7 +161,8 @@ public func buildApplication(
     RestoreController(catalog: catalogStore, entitlements: entitlements).addRoutes(to: router.group("v1"))
     let reverificationJobs = configuration.adminToken == nil ? nil : ReverificationJobs(entitlements: entitlements, logger: logger)
     if let adminToken = configuration.adminToken, let reverificationJobs {
-        AdminController(entitlements: entitlements, token: adminToken, jobs: reverificationJobs).addRoutes(to: router.group("v1"))
+        AdminController(entitlements: entitlements, token: adminToken, jobs: reverificationJobs, webhooks: webhookEndpoints)
+            .addRoutes(to: router.group("v1"))
         ConsoleController(entitlements: entitlements, adminToken: adminToken).addRoutes(to: router)
     }
     if let simulator {

@@ -395,6 +395,114 @@ final class WebhookReceiver: @unchecked Sendable {
         #expect(!WebhookSignature.isValid("v1=00", body: body, secrets: [Self.secret], now: now))
     }
 
+    /// The README's code block that starts with `marker`.
+    static func readmeBlock(_ marker: String) throws -> String {
+        let readme = try String(contentsOfFile: #filePath.components(separatedBy: "/Tests/")[0] + "/README.md", encoding: .utf8)
+        let start = try #require(readme.range(of: marker))
+        let end = try #require(readme.range(of: "\n```", range: start.upperBound..<readme.endIndex))
+        return String(readme[start.lowerBound..<end.lowerBound]) + "\n"
+    }
+
+    /// The README's Python and JavaScript verifiers, run on a real delivery: it verifies; a body
+    /// with one byte changed, a time six minutes old and another secret do not.
+    @Test func theReadmesVerifiersAcceptARealDeliveryAndRefuseATamperedOne() async throws {
+        let receiver = try WebhookReceiver(secrets: [Self.secret])
+        defer { receiver.stop() }
+        let delivery = try await Self.run(receiver: receiver, { $0.finishOn = nil }) { fixture in
+            _ = try await LifecycleTests.buyAndDownload(fixture)
+            #expect(try await fixture.eventually { !receiver.delivered.isEmpty })
+            return try #require(receiver.delivered.first)
+        }
+        let header = try #require(delivery.request.header(WebhookSignature.header))
+        var tampered = delivery.body
+        tampered[tampered.count / 2] ^= 0x01
+        let stale = WebhookSignature.value(body: delivery.body, time: Date().addingTimeInterval(-360), secrets: [Self.secret])
+        // Each case: a header, the body in hex, the secrets; the verifier prints one line per case.
+        let cases: [(String, [UInt8], [String], Bool)] = [
+            (header, delivery.body, [Self.secret], true), (header, tampered, [Self.secret], false),
+            (stale, delivery.body, [Self.secret], false), (header, delivery.body, ["whsec_another_secret_000000"], false),
+            (header, delivery.body, ["whsec_another_secret_000000", Self.secret], true),
+        ]
+        let json = String(
+            decoding: try JSONSerialization.data(
+                withJSONObject: cases.map { [$0.0, ByteEncoding.hex($0.1), $0.2] as [Any] }), as: UTF8.self)
+        let expected = cases.map { $0.3 ? "true" : "false" }.joined(separator: "\n")
+        let folder = try TemporaryFolder()
+        try folder.write(
+            "verify.py",
+            try Self.readmeBlock("# verify a Stockroom webhook (Python)") + """
+                import json, sys
+                for header, body, secrets in json.loads(sys.argv[1]):
+                    print("true" if verify(header, bytes.fromhex(body), secrets) else "false")
+                """)
+        try folder.write(
+            "verify.js",
+            try Self.readmeBlock("// verify a Stockroom webhook (JavaScript") + """
+                for (const [header, body, secrets] of JSON.parse(process.argv[2])) {
+                  console.log(verify(header, Buffer.from(body, "hex"), secrets) ? "true" : "false");
+                }
+                """)
+        for (tool, file) in [
+            ("/usr/bin/env", ["python3", folder.path + "/verify.py"]), ("/usr/bin/env", ["node", folder.path + "/verify.js"]),
+        ] {
+            let (status, output) = try await ChildProcess.run(tool, file + [json])
+            #expect(status == 0, "\(file[0]): \(output)")
+            #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == expected, "\(file[0])")
+        }
+    }
+
+    /// `/v1/admin/webhooks`: the endpoints without their secrets or their URL's query, the
+    /// deliveries by status, and redelivery of a parked one; bad input is a 400 and changes nothing.
+    @Test func theAdminAPIListsEndpointsAndDeliveriesAndRedeliversAParkedOne() async throws {
+        let receiver = try WebhookReceiver(secrets: [Self.secret], mode: .status(410))
+        defer { receiver.stop() }
+        let token = "admin-token-0123456789abcdef0123"
+        try await Self.run(
+            receiver: receiver,
+            {
+                $0.adminToken = token; $0.finishOn = nil
+            }
+        ) { fixture in
+            let (purchase, _) = try await LifecycleTests.buyAndDownload(fixture)
+            let id = purchase.transactionId
+            let parked = WebhookDeliveryQuery(status: .parked)
+            #expect(try await fixture.eventually { try await fixture.ledger.webhookDeliveries(parked).count == 2 })
+
+            let endpoints = try DownloadFixture.json(try await fixture.admin(.get, "webhooks", token: token))
+            let listed = try #require((endpoints["endpoints"] as? [[String: Any]])?.first)
+            #expect(listed["name"] as? String == "backend")
+            #expect(listed["parked"] as? Int == 2)
+            #expect(listed["secrets"] == nil)
+            #expect(String(describing: endpoints).contains(Self.secret) == false)
+
+            let list = try DownloadFixture.json(
+                try await fixture.admin(.get, "webhooks/deliveries?status=parked&transaction=\(id)", token: token))
+            let deliveries = try #require(list["deliveries"] as? [[String: Any]])
+            #expect(deliveries.map { $0["type"] as? String } == ["purchase.delivered", "purchase.verified"])
+            #expect(deliveries.allSatisfy { $0["lastStatus"] as? Int == 410 && $0["status"] as? String == "parked" })
+
+            let before = try await fixture.ledger.webhookDeliveries(WebhookDeliveryQuery())
+            for (path, status) in [
+                ("webhooks/deliveries?status=lost", 400), ("webhooks/deliveries?limit=0", 400),
+                ("webhooks/deliveries?transaction=a%20b", 400),
+            ] {
+                #expect(try await fixture.admin(.get, path, token: token).status.code == status, "\(path)")
+            }
+            for (path, status) in [("webhooks/deliveries/abc/redeliver", 400), ("webhooks/deliveries/999999/redeliver", 404)] {
+                let response = try await fixture.admin(.post, path, token: token)
+                #expect(response.status.code == status, "\(path)")
+            }
+            #expect(try await fixture.ledger.webhookDeliveries(WebhookDeliveryQuery()) == before)
+
+            receiver.set(.accept)
+            let first = try #require(deliveries.last?["id"] as? Int)
+            let redelivered = try DownloadFixture.json(
+                try await fixture.admin(.post, "webhooks/deliveries/\(first)/redeliver", token: token))
+            #expect(redelivered["redelivered"] as? Int == first)
+            #expect(try await fixture.eventually { Self.types(receiver, of: id) == ["purchase.verified"] })
+        }
+    }
+
     @Test func anEndpointThatCannotBeUsedRefusesStartUp() async throws {
         for (url, expected) in [
             ("http://example.com/hook", "https"), ("ftp://127.0.0.1/x", "https"), ("https://user:pw@example.com/", "absolute"),

@@ -16,9 +16,8 @@ extension ServerConfiguration {
         }
     }
 
-    /// The sender of the ledger's events, when any endpoint is configured.
-    func webhookSender(ledger: any Ledger, tokenKey: [UInt8], logger: Logger) throws(StartupError) -> WebhookSender? {
-        let endpoints = try webhookEndpoints(tokenKey: tokenKey)
+    /// The sender of the ledger's events to `endpoints`, when there is any.
+    func webhookSender(ledger: any Ledger, endpoints: [WebhookEndpoint], logger: Logger) -> WebhookSender? {
         guard !endpoints.isEmpty else { return nil }
         logger.info("webhooks", metadata: ["endpoints": .string(endpoints.map(\.name).joined(separator: ", "))])
         return WebhookSender(ledger: ledger, endpoints: endpoints, settings: webhookSettings, logger: logger)

@@ -11,8 +11,10 @@ struct AdminController<Context: RequestContext> {
     let token: String
     /// Re-fulfilments of the pending proofs, run apart from the requests that start them.
     let jobs: ReverificationJobs
+    /// The configured webhook endpoints (`AdminController+Webhooks`).
+    var webhooks: [WebhookEndpoint] = []
 
-    private var ledger: any Ledger { entitlements.ledger }
+    var ledger: any Ledger { entitlements.ledger }
 
     func addRoutes(to group: RouterGroup<Context>) {
         let admin = group.group("admin").add(middleware: AdminAuthentication(token: token))
@@ -24,6 +26,7 @@ struct AdminController<Context: RequestContext> {
         admin.get("pending-proofs", use: pending)
         admin.post("pending-proofs/refulfil", use: refulfilPending)
         admin.get("jobs/:jobId", use: job)
+        addWebhookRoutes(to: admin)
     }
 
     @Sendable func list(_ request: Request, context: Context) async throws -> FulfilmentList {
@@ -180,6 +183,7 @@ enum AdminError: APIError {
     /// A re-fulfilment job is queued or running already: this one.
     case jobRunning(String)
     case unknownJob
+    case unknownDelivery
 
     var status: HTTPResponse.Status {
         switch self {
@@ -187,7 +191,7 @@ enum AdminError: APIError {
         case .tokenMissing: .unauthorized
         case .tokenInvalid: .forbidden
         case .jobRunning: .conflict
-        case .unknownJob: .notFound
+        case .unknownJob, .unknownDelivery: .notFound
         }
     }
 
@@ -197,7 +201,7 @@ enum AdminError: APIError {
         case .tokenMissing: "admin_token_missing"
         case .tokenInvalid: "admin_token_invalid"
         case .jobRunning: "job_running"
-        case .unknownJob: "not_found"
+        case .unknownJob, .unknownDelivery: "not_found"
         }
     }
 
@@ -208,6 +212,7 @@ enum AdminError: APIError {
         case .tokenInvalid: "The admin token is wrong."
         case .jobRunning(let id): "A re-fulfilment job is running: GET /v1/admin/jobs/\(id) for its progress."
         case .unknownJob: "No such job on this instance (jobs are remembered until it restarts)."
+        case .unknownDelivery: "No webhook delivery has this ID."
         }
     }
 
