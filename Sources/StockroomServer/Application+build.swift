@@ -163,7 +163,7 @@ public func buildApplication(
     if let adminToken = configuration.adminToken, let reverificationJobs {
         AdminController(entitlements: entitlements, token: adminToken, jobs: reverificationJobs, webhooks: webhookEndpoints)
             .addRoutes(to: router.group("v1"))
-        ConsoleController(entitlements: entitlements, adminToken: adminToken).addRoutes(to: router)
+        ConsoleController(entitlements: entitlements, adminToken: adminToken, webhooks: webhookEndpoints).addRoutes(to: router)
     }
     if let simulator {
         simulator.addRoutes(to: router.group("simulator"), configuration: configuration)

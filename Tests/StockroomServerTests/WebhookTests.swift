@@ -503,6 +503,44 @@ final class WebhookReceiver: @unchecked Sendable {
         }
     }
 
+    /// `/console/webhooks`: the endpoint's queue and its deliveries, a parked one redelivered by
+    /// its form (with the session's CSRF token; without it, 403 and nothing changes).
+    @Test func theConsoleShowsAnEndpointsDeliveriesAndRedeliversAParkedOne() async throws {
+        let receiver = try WebhookReceiver(secrets: [Self.secret], mode: .status(410))
+        defer { receiver.stop() }
+        let token = "admin-token-0123456789abcdef0123"
+        try await Self.run(
+            receiver: receiver,
+            {
+                $0.adminToken = token; $0.finishOn = nil
+            }
+        ) { fixture in
+            let (purchase, _) = try await LifecycleTests.buyAndDownload(fixture)
+            let parked = WebhookDeliveryQuery(status: .parked)
+            #expect(try await fixture.eventually { try await fixture.ledger.webhookDeliveries(parked).count == 2 })
+            var browser = ConsoleClient(fixture.client)
+            #expect(try await browser.signIn(token: token).status == .seeOther)
+            let page = String(buffer: try await browser.get("/console/webhooks").body)
+            #expect(page.contains("data-endpoint=\"backend\""))
+            #expect(page.contains("data-parked=\"2\""))
+            #expect(page.contains(purchase.transactionId))
+            #expect(!page.contains(Self.secret))
+            #expect(page.components(separatedBy: "Redeliver</button>").count == 3)
+            let id = try #require(try await fixture.ledger.webhookDeliveries(parked).last?.delivery.id)
+            let path = "/console/webhooks/deliveries/\(id)/redeliver"
+            #expect(try await browser.post(path, form: ["csrf": "0000"]).status == .forbidden)
+            #expect(try await fixture.ledger.webhookDeliveries(parked).count == 2)
+            #expect(try await browser.get("/console/webhooks?status=lost").status == .badRequest)
+            receiver.set(.accept)
+            let posted = try await browser.post(path, form: ["csrf": try await browser.csrfToken(on: "/console/webhooks")])
+            #expect(posted.status == .seeOther)
+            #expect(try await fixture.eventually { Self.types(receiver, of: purchase.transactionId) == ["purchase.verified"] })
+            let missing = try await browser.post(
+                "/console/webhooks/deliveries/999999/redeliver", form: ["csrf": try await browser.csrfToken(on: "/console/webhooks")])
+            #expect(missing.status == .notFound)
+        }
+    }
+
     @Test func anEndpointThatCannotBeUsedRefusesStartUp() async throws {
         for (url, expected) in [
             ("http://example.com/hook", "https"), ("ftp://127.0.0.1/x", "https"), ("https://user:pw@example.com/", "absolute"),

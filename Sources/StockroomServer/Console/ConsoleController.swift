@@ -13,10 +13,13 @@ import StockroomEntitlement
 struct ConsoleController<Context: RemoteAddressRequestContext & ClientAddressContext>: Sendable {
     let entitlements: Entitlements
     let sessions: ConsoleSessions
+    /// The configured webhook endpoints, for `/console/webhooks`.
+    let webhooks: [WebhookEndpoint]
 
-    init(entitlements: Entitlements, adminToken: String) {
+    init(entitlements: Entitlements, adminToken: String, webhooks: [WebhookEndpoint] = []) {
         self.entitlements = entitlements
         self.sessions = ConsoleSessions(adminToken: adminToken)
+        self.webhooks = webhooks
     }
 
     func addRoutes(to router: Router<Context>) {
@@ -36,6 +39,20 @@ struct ConsoleController<Context: RemoteAddressRequestContext & ClientAddressCon
         router.get("console/fulfilments/:transactionId") { request, context in
             await page(request, context: context) { session in
                 try await pages.detail(try Self.transactionID(context), request: request, session: session)
+            }
+        }
+        router.get("console/webhooks") { request, context in
+            await page(request, context: context) { session in
+                try await pages.webhooks(try Self.deliveryQuery(request), endpoints: webhooks, session: session)
+            }
+        }
+        router.post("console/webhooks/deliveries/:deliveryId/redeliver") { request, context in
+            await action(request, context: context) { _, _ in
+                guard let id = context.parameters.get("deliveryId").flatMap(Int64.init), id > 0 else {
+                    throw ConsoleError.badRequest("The delivery ID is a positive number.")
+                }
+                guard try await entitlements.ledger.redeliver(id, now: Date()) else { throw ConsoleError.unknownDelivery }
+                return .redirect(to: "/console/webhooks?status=queued")
             }
         }
         for kind in ConsoleActions.Kind.allCases {
@@ -141,6 +158,18 @@ struct ConsoleController<Context: RemoteAddressRequestContext & ClientAddressCon
             page.headers[.cacheControl] = "no-store"
             return page
         }
+    }
+
+    /// `?endpoint=` and `?status=` of the webhooks page; the 50 newest.
+    private static func deliveryQuery(_ request: Request) throws -> WebhookDeliveryQuery {
+        var query = WebhookDeliveryQuery(endpoint: request.uri.queryParameters.get("endpoint"), limit: 50)
+        if let status = request.uri.queryParameters.get("status"), !status.isEmpty {
+            guard let parsed = WebhookDelivery.Status(rawValue: status) else {
+                throw ConsoleError.badRequest("The status is queued, sent or parked.")
+            }
+            query.status = parsed
+        }
+        return query
     }
 
     private static func transactionID(_ context: Context) throws -> String {

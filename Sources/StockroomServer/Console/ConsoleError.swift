@@ -11,6 +11,7 @@ enum ConsoleError: Error, Equatable {
     case csrfRefused
     case badRequest(String)
     case unknownTransaction(String)
+    case unknownDelivery
     case formTooLarge
     case unsupportedForm
     case ledgerUnavailable(retryAfter: Duration)
@@ -20,7 +21,7 @@ enum ConsoleError: Error, Equatable {
         case .notSignedIn: .unauthorized
         case .csrfRefused: .forbidden
         case .badRequest: .badRequest
-        case .unknownTransaction: .notFound
+        case .unknownTransaction, .unknownDelivery: .notFound
         case .formTooLarge: .contentTooLarge
         case .unsupportedForm: .unsupportedMediaType
         case .ledgerUnavailable: .serviceUnavailable
@@ -33,6 +34,7 @@ enum ConsoleError: Error, Equatable {
         case .csrfRefused: "csrf_token_invalid"
         case .badRequest: "bad_request"
         case .unknownTransaction: "unknown_transaction"
+        case .unknownDelivery: "not_found"
         case .formTooLarge: "body_too_large"
         case .unsupportedForm: "unsupported_media_type"
         case .ledgerUnavailable: "ledger_unavailable"
@@ -45,6 +47,7 @@ enum ConsoleError: Error, Equatable {
         case .csrfRefused: "This form is stale or was not sent from the console: go back, reload the page and try again."
         case .badRequest(let detail): detail
         case .unknownTransaction(let id): "There is no transaction \(id) in the ledger."
+        case .unknownDelivery: "No webhook delivery has this ID."
         case .formTooLarge: "The form is larger than \(ConsoleForm.maximumBodySize / 1024) KiB."
         case .unsupportedForm: "Send the console's forms as application/x-www-form-urlencoded."
         case .ledgerUnavailable: "The ledger database cannot be reached just now; try again in a few seconds."
