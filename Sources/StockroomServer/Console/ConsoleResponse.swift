@@ -17,8 +17,8 @@ struct ConsoleResponse: Sendable {
         html += "<title>\(HTML.escape(title)) · Stockroom console</title>\n<style>\(ConsoleStyle.css)</style>\n</head>\n<body>\n"
         html += "<header><a class=\"brand\" href=\"/console\">Stockroom</a>"
         if let session {
-            html +=
-                "<nav><a href=\"/console\">Dashboard</a> <a href=\"/console/fulfilments\">Fulfilments</a> <a href=\"/console/webhooks\">Webhooks</a></nav>"
+            html += "<nav><a href=\"/console\">Dashboard</a> <a href=\"/console/fulfilments\">Fulfilments</a>"
+            html += " <a href=\"/console/webhooks\">Webhooks</a></nav>"
             html +=
                 """
                 <form method=\"post\" action=\"/console/logout\" class=\"inline\">\(csrfField(session))<button type=\"submit\">Sign \
