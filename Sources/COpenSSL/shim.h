@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/objects.h>
+#include <openssl/ocsp.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs7.h>
 #include <openssl/rand.h>
@@ -56,6 +57,15 @@ static inline long stockroom_BIO_get_mem_data(BIO *bio, char **data) {
 
 static inline void stockroom_OPENSSL_free(void *pointer) {
     OPENSSL_free(pointer);
+}
+
+/// How many strings a `STACK_OF(OPENSSL_STRING)` holds (`X509_get1_ocsp`'s answer).
+static inline int stockroom_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *stack) {
+    return sk_OPENSSL_STRING_num(stack);
+}
+
+static inline const char *stockroom_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *stack, int index) {
+    return sk_OPENSSL_STRING_value(stack, index);
 }
 
 #endif

@@ -30,7 +30,7 @@ extension Entitlements {
     /// Verifies `signedPayload` and applies it once per `notificationUUID`.
     public func apply(notification signedPayload: String, source: NotificationSource = .push) async throws -> NotificationOutcome {
         let notification: AppStoreNotification
-        switch AppStoreNotification.verify(signedPayload, with: signedTransactions) {
+        switch await AppStoreNotification.verifyOnline(signedPayload, with: signedTransactions) {
         case .success(let verified): notification = verified
         case .failure(let failure): return .refused(failure)
         }

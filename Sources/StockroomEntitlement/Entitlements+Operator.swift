@@ -196,8 +196,9 @@ extension Entitlements {
     /// A stored JWS, confirmed with the App Store Server API.
     private func reverify(signed text: String, transactionID: String) async -> ReverifyVerdict {
         let stored: VerifiedProof
-        switch VerifiedProof.verifying(text, with: signedTransactions) {
+        switch await VerifiedProof.verifyingOnline(text, with: signedTransactions) {
         case .success(let proof): stored = proof
+        case .failure(.revocationUnavailable(let detail)): return .unavailable(detail)
         case .failure(let failure): return .rejected("the stored signed transaction does not verify: \(failure)")
         }
         guard let serverAPI else {
@@ -205,7 +206,7 @@ extension Entitlements {
         }
         switch await serverAPI.transaction(transactionID, freshness: .upstreamOnly) {
         case .found(let info, _):
-            guard case .success(let current) = VerifiedProof.verifying(info, with: signedTransactions) else {
+            guard case .success(let current) = await VerifiedProof.verifyingOnline(info, with: signedTransactions) else {
                 return .unavailable("the API's signed transaction does not verify")
             }
             return .verified(stored.updated(by: current))

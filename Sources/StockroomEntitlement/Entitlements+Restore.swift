@@ -17,8 +17,9 @@ extension Entitlements {
         switch request.proof {
         case .signedTransaction(let jws):
             let verified: VerifiedProof
-            switch VerifiedProof.verifying(jws, with: signedTransactions) {
+            switch await VerifiedProof.verifyingOnline(jws, with: signedTransactions) {
             case .success(let proof): verified = proof
+            case .failure(.revocationUnavailable): return .unavailable(retryAfter: Self.revocationRetryAfter)
             case .failure(let failure): return .refused(.proof(.signedTransactionRejected(failure)))
             }
             if let named = request.appAccountToken, let signed = verified.appAccountToken, named != signed {
@@ -101,7 +102,8 @@ extension Entitlements {
         }
         switch await serverAPI.transaction(transactionID) {
         case .found(let info, _):
-            guard case .success(let proof) = VerifiedProof.verifying(info, with: signedTransactions), proof.transactionID == transactionID,
+            guard case .success(let proof) = await VerifiedProof.verifyingOnline(info, with: signedTransactions),
+                proof.transactionID == transactionID,
                 try await boundAccount(of: proof) == account
             else { return .refused(.accountNotBound(transactionID)) }
             return .bound
@@ -133,7 +135,7 @@ extension Entitlements {
             var seen = Set<String>()
             var proofs: [VerifiedProof] = []
             for jws in history.signedTransactions {
-                guard case .success(let proof) = VerifiedProof.verifying(jws, with: signedTransactions) else {
+                guard case .success(let proof) = await VerifiedProof.verifyingOnline(jws, with: signedTransactions) else {
                     logger.warning(
                         "a transaction in the App Store's history does not verify; skipped", metadata: ["history": .string(transactionID)])
                     continue

@@ -141,8 +141,12 @@ public struct Entitlements: Sendable {
 
     private func judge(signed jws: String, _ request: EntitlementRequest) async throws -> EntitlementVerdict {
         let verified: VerifiedProof
-        switch VerifiedProof.verifying(jws, with: signedTransactions) {
+        switch await VerifiedProof.verifyingOnline(jws, with: signedTransactions) {
         case .success(let proof): verified = proof
+        case .failure(.revocationUnavailable):
+            // --ocsp hard, and no OCSP answer: the client tries again later.
+            StockroomMetrics.verification(proof: "signedTransaction", outcome: "unavailable", environment: nil)
+            return .unavailable(retryAfter: Self.revocationRetryAfter)
         case .failure(let failure):
             StockroomMetrics.verification(proof: "signedTransaction", outcome: "invalid", environment: nil)
             return .refused(.signedTransactionRejected(failure))
@@ -168,7 +172,7 @@ public struct Entitlements: Sendable {
         StockroomMetrics.verification(proof: "signedTransaction", outcome: lookup.metricsOutcome, environment: verified.environment)
         switch lookup {
         case .found(let info, _):
-            guard case .success(let current) = VerifiedProof.verifying(info, with: signedTransactions) else {
+            guard case .success(let current) = await VerifiedProof.verifyingOnline(info, with: signedTransactions) else {
                 return try await outage(
                     [verified.transactionID], keptUnder: verified.transactionID,
                     draft: pendingDraft(verified, request, "the API's transaction does not verify"),
@@ -184,6 +188,10 @@ public struct Entitlements: Sendable {
                 retryAfter: retryAfter)
         }
     }
+
+    /// How long a client waits when `--ocsp hard` had no answer: a little over the time a failed
+    /// OCSP attempt is remembered.
+    static let revocationRetryAfter: Duration = .seconds(60)
 
     private func pendingDraft(_ proof: VerifiedProof, _ request: EntitlementRequest, _ error: String)
         -> @Sendable (String) -> PendingProofDraft

@@ -122,6 +122,7 @@ public func buildApplication(
     var signedTransactions = SignedTransactionVerifier(
         root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil)
     signedTransactions.xcode = trust.xcode
+    signedTransactions.revocation = configuration.revocationChecker(logger: logger)
     let receipts: any ReceiptVerifier =
         trust.xcode == nil
         ? verifier : XcodeReceiptVerifier(upstream: verifier, bundleID: configuration.bundleID, pinned: configuration.xcodeCertificate)

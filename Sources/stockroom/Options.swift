@@ -144,6 +144,16 @@ struct UpstreamOptions: ParsableArguments {
         help: "With --accept-xcode: only the StoreKit Test certificate exported from Xcode, PEM or DER (STOCKROOM_XCODE_CERTIFICATE).")
     var xcodeCertificate: String?
 
+    @Option(
+        help: ArgumentHelp(
+            """
+            OCSP checks of the chain that signs each StoreKit 2 JWS: hard (only a good answer passes), soft (a revoked \
+            certificate refuses; no answer is allowed and counted) or off; off with --upstream simulator (STOCKROOM_OCSP; \
+            default soft).
+            """,
+            valueName: "hard|soft|off"))
+    var ocsp: String?
+
     @Option(help: "The API key's ID (STOCKROOM_APP_STORE_KEY_ID).")
     var appStoreKeyId: String?
 
@@ -170,6 +180,12 @@ struct UpstreamOptions: ParsableArguments {
         if let path = xcodeCertificate ?? environment["STOCKROOM_XCODE_CERTIFICATE"] {
             guard configuration.acceptsXcode else { throw ValidationError("--xcode-certificate needs --accept-xcode") }
             configuration.xcodeCertificate = try Self.certificate(path, flag: "--xcode-certificate")
+        }
+        if let text = ocsp ?? environment["STOCKROOM_OCSP"] {
+            guard let policy = RevocationPolicy(rawValue: text) else {
+                throw ValidationError("--ocsp must be hard, soft or off, not \"\(text)\"")
+            }
+            configuration.ocsp = policy
         }
         if configuration.acceptsXcode, configuration.upstream == .apple {
             throw ConfigurationRefusal("--accept-xcode is for development: it refuses to run with --upstream apple")

@@ -16,19 +16,23 @@ public struct AppStoreNotification: Sendable, Equatable {
     public var transaction: SignedTransaction? { verifiedTransaction?.payload }
     /// The nested signed transaction as received, kept as a proof.
     public var signedTransactionInfo: String? { verifiedTransaction?.jws }
+    /// The chain that signed the outer `signedPayload`, for the revocation step.
+    var payloadChain: VerifiedChainCache.Chain?
 
     /// Verifies `signedPayload` with `transactions`' root and bundle; nil payload data is allowed
     /// for notification types that carry no transaction.
     public static func verify(_ signedPayload: String, with transactions: SignedTransactionVerifier) -> Result<
         AppStoreNotification, JWSFailure
     > {
-        let payload: NotificationPayload
+        let verified: Verified<NotificationPayload>
         switch transactions.verify(signedPayload, as: NotificationPayload.self) {
-        case .success(let verified): payload = verified.payload
+        case .success(let value): verified = value
         case .failure(let failure): return .failure(failure)
         }
+        let payload = verified.payload
         var notification = AppStoreNotification(
             notificationType: payload.notificationType, subtype: payload.subtype, notificationUUID: payload.notificationUUID)
+        notification.payloadChain = verified.chain
         if let info = payload.data?.signedTransactionInfo {
             switch transactions.verify(info, as: SignedTransaction.self) {
             case .success(let transaction): notification.verifiedTransaction = transaction

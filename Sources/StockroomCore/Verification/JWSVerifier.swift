@@ -63,7 +63,7 @@ public struct JWSVerifier: Sendable {
     func verify<Payload: SignedPayload>(_ jws: String, as type: Payload.Type) -> Result<Verified<Payload>, JWSFailure> {
         verified(jws, as: type).flatMap { signed in
             guard let payload = signed.payload else { return .failure(.malformed("the payload is not \(type.kind)")) }
-            return .success(Verified(payload: payload, jws: jws))
+            return .success(Verified(payload: payload, jws: jws, chain: signed.chain))
         }
     }
 
@@ -94,11 +94,12 @@ public struct JWSVerifier: Sendable {
         // The header's exact bytes, x5c included, key the chains that verified: a header seen
         // before is neither decoded nor parsed again.
         if let chains, let chain = chains.chain(headerBytes) {
-            let signed: Signed<Payload>
+            var signed: Signed<Payload>
             switch Self.signed(payload: payload, signature: signature, as: type) {
             case .success(let value): signed = value
             case .failure(let failure): return .failure(failure)
             }
+            signed.chain = chain
             if chains.servable(chain, at: signed.time) {
                 return chain.key.isValidSignature(signed.signature, for: signingInput) ? .success(signed) : .failure(.badSignature)
             }
@@ -114,7 +115,7 @@ public struct JWSVerifier: Sendable {
         guard let chain = header.x5c, chain.count == count else {
             return .failure(.malformed("x5c must hold exactly \(count) certificate\(count == 1 ? "" : "s")"))
         }
-        let signed: Signed<Payload>
+        var signed: Signed<Payload>
         switch Self.signed(payload: payload, signature: signature, as: type) {
         case .success(let value): signed = value
         case .failure(let failure): return .failure(failure)
@@ -136,7 +137,9 @@ public struct JWSVerifier: Sendable {
         guard let key = verifiedChain[0].publicKey, key.isValidSignature(signed.signature, for: signingInput) else {
             return .failure(.badSignature)
         }
-        chains?.keep(VerifiedChainCache.Chain(certificates: verifiedChain, key: key), under: headerBytes)
+        let verified = VerifiedChainCache.Chain(certificates: verifiedChain, key: key)
+        chains?.keep(verified, under: headerBytes)
+        signed.chain = verified
         return .success(signed)
     }
 
@@ -185,12 +188,13 @@ public struct JWSVerifier: Sendable {
         private enum CodingKeys: String, CodingKey { case signedDate }
     }
 
-    /// The signed part of a JWS: its payload as the caller's type, the moment it claims, and the
-    /// signature.
+    /// The signed part of a JWS: its payload as the caller's type, the moment it claims, the
+    /// signature, and (once verified) the chain that signed it.
     private struct Signed<Payload> {
         var payload: Payload?
         var time: Date
         var signature: [UInt8]
+        var chain: VerifiedChainCache.Chain?
     }
 
     private static func signed<Payload: Decodable>(
@@ -222,6 +226,12 @@ public enum JWSFailure: Error, Equatable, CustomStringConvertible {
     case badSignature
     case wrongBundle(expected: String, actual: String)
     case wrongEnvironment(expected: StoreEnvironment, actual: String)
+    /// A certificate of the signing chain is revoked, as its OCSP responder said.
+    case certificateRevoked(String)
+    /// `--ocsp hard`: the responder does not know a certificate of the signing chain.
+    case revocationUnknown(String)
+    /// `--ocsp hard`: no usable OCSP answer could be had (a transient failure: try again later).
+    case revocationUnavailable(String)
 
     public var code: String {
         switch self {
@@ -232,6 +242,9 @@ public enum JWSFailure: Error, Equatable, CustomStringConvertible {
         case .badSignature: "jws_bad_signature"
         case .wrongBundle: "bundle_mismatch"
         case .wrongEnvironment: "environment_mismatch"
+        case .certificateRevoked: "jws_certificate_revoked"
+        case .revocationUnknown: "jws_certificate_status_unknown"
+        case .revocationUnavailable: "jws_revocation_unavailable"
         }
     }
 
@@ -244,6 +257,9 @@ public enum JWSFailure: Error, Equatable, CustomStringConvertible {
         case .badSignature: "the ES256 signature does not verify"
         case .wrongBundle(let expected, let actual): "the transaction is for bundle \(actual), not \(expected)"
         case .wrongEnvironment(let expected, let actual): "the transaction is from \(actual), not \(expected.rawValue)"
+        case .certificateRevoked(let subject): "a certificate of the signing chain is revoked (OCSP): \(subject)"
+        case .revocationUnknown(let subject): "the OCSP responder does not know a certificate of the signing chain: \(subject)"
+        case .revocationUnavailable(let detail): "no usable OCSP answer for the signing chain: \(detail)"
         }
     }
 }

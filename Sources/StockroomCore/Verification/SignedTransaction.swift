@@ -93,6 +93,8 @@ public struct SignedTransactionVerifier: Sendable {
     public let environment: StoreEnvironment?
     /// With `--accept-xcode`: verifies JWS of Xcode's shape (one self-signed certificate) locally.
     public var xcode: XcodeTransactionVerifier?
+    /// Asks OCSP about the signing chain after verification (`verifyOnline`); nil never asks.
+    public var revocation: OCSPRevocationChecker?
 
     /// `chains`: the verified chains kept for the next JWS (nil verifies every chain afresh).
     public init(

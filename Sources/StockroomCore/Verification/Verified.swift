@@ -6,10 +6,14 @@ public struct Verified<Payload: Sendable>: Sendable {
     public let payload: Payload
     /// The JWS as it verified: what a proof keeps.
     public let jws: String
+    /// The chain that signed it, for the revocation step after verification; nil when none is
+    /// checked (StoreKit Testing in Xcode).
+    public let chain: VerifiedChainCache.Chain?
 
-    init(payload: Payload, jws: String) {
+    init(payload: Payload, jws: String, chain: VerifiedChainCache.Chain? = nil) {
         self.payload = payload
         self.jws = jws
+        self.chain = chain
     }
 }
 

@@ -11,29 +11,37 @@ import Synchronization
 /// `signedDate` against every certificate's validity, as the full verification does, and still
 /// verifies the signature with the cached leaf key. An entry is dropped once any of its
 /// certificates has expired by the clock, or when it is older than the lifetime. A chain that
-/// failed is never kept. Stockroom checks no revocation list (nor does a cold verification); the
-/// lifetime bounds how long a verified chain is trusted without being verified again.
+/// failed is never kept. Revocation is a separate step after this one (`OCSPRevocationChecker`,
+/// for a hit as for a miss); a chain holding a certificate reported revoked is dropped
+/// (`forget(certificate:)`). The lifetime bounds how long a verified chain is trusted without
+/// being verified again.
 public final class VerifiedChainCache: Sendable {
     public static let defaultCapacity = 32
     public static let defaultLifetime: TimeInterval = 15 * 60
 
     /// A chain that verified: its certificates (leaf, intermediate, the root it ended at), the
     /// leaf's key, and the seconds every certificate is valid in (read once, not per JWS).
-    public struct Chain: Sendable {
+    public struct Chain: Sendable, Equatable {
         public let certificates: [Certificate]
         public let key: ECPublicKey
         /// When all the certificates are valid at once (`Certificate.validity`); empty when a
         /// time could not be read, so the chain vouches for nothing.
         public let validity: Range<Int64>
+        /// Each certificate's `fingerprint`, read once: what revocation answers are kept under.
+        public let fingerprints: [String]
 
         public init(certificates: [Certificate], key: ECPublicKey) {
             self.certificates = certificates
             self.key = key
+            fingerprints = certificates.map(\.fingerprint)
             let windows = certificates.map { $0.validity ?? 0..<0 }
             let start = windows.map(\.lowerBound).max() ?? 0
             let end = windows.map(\.upperBound).min() ?? 0
             validity = start..<max(start, end)
         }
+
+        /// The same certificates, in the same order.
+        public static func == (left: Chain, right: Chain) -> Bool { left.fingerprints == right.fingerprints }
 
         /// Whether every certificate is valid at `date`, as `Certificate.isValid(at:)` judges.
         public func isValid(at date: Date) -> Bool {
@@ -126,6 +134,12 @@ public final class VerifiedChainCache: Sendable {
             }
             state.entries.append(entry)
         }
+    }
+
+    /// Drops every chain holding the certificate of this `fingerprint` (one reported revoked):
+    /// the next JWS it signs is verified in full, and asked about again.
+    public func forget(certificate fingerprint: String) {
+        state.withLock { state in state.entries.removeAll { $0.chain.fingerprints.contains(fingerprint) } }
     }
 
     private static func check(_ header: UnsafeRawBufferPointer) -> UInt32 {

@@ -44,6 +44,9 @@ public struct ServerConfiguration: Sendable {
     /// for the CLI, certificates directly for tests); empty means Apple Root CA - G3 only. Trust is
     /// never fetched from the upstream.
     public var trustedRoots: [Certificate] = []
+    /// What OCSP answers about a JWS's signing chain decide (`--ocsp`); with the simulator,
+    /// whose chains name no responder, nothing is asked (`revocationPolicy`).
+    public var ocsp: RevocationPolicy = .soft
     /// Accept StoreKit Testing in Xcode's signed transactions and receipts, verified locally
     /// (`--accept-xcode`): for development only, refused with `upstream` apple.
     public var acceptsXcode = false
