@@ -66,10 +66,13 @@ struct OperatorContext {
             configuration.usesPostgres && configuration.tokenSecret == nil
             ? (0..<32).map { _ in UInt8.random(in: .min ... .max) }
             : try DownloadTokenSigner.loadKey(configured: configuration.tokenSecret, file: configuration.tokenSecretPath)
+        var signedTransactions = SignedTransactionVerifier(
+            root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil)
+        // An operator's re-verification checks revocation as the server does (`--ocsp`).
+        signedTransactions.revocation = configuration.revocationChecker(logger: logger)
         return Entitlements(
             ledger: ledger, receipts: AppStoreReceiptVerifier(client: client, bundleID: configuration.bundleID, cacheInterval: .zero),
-            signedTransactions: SignedTransactionVerifier(
-                root: trust.root, otherRoots: trust.otherRoots, bundleID: configuration.bundleID, environment: nil),
+            signedTransactions: signedTransactions,
             serverAPI: trust.serverAPI, tokens: DownloadTokenSigner(key: tokenKey, lifetime: configuration.tokenLifetime),
             policy: policy
                 ?? EntitlementPolicy(reverifyAfter: configuration.reverifyInterval, pendingProofs: configuration.pendingProofBounds),

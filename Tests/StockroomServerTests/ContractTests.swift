@@ -27,8 +27,13 @@ import Testing
                     "/v1/admin/jobs/{jobId}",
                     "/console", "/console/login", "/console/logout", "/console/fulfilments", "/console/fulfilments/{transactionId}",
                     "/console/fulfilments/{transactionId}/refulfil", "/console/fulfilments/{transactionId}/revoke",
-                    "/console/fulfilments/{transactionId}/reinstate",
+                    "/console/fulfilments/{transactionId}/reinstate", "/v1/admin/webhooks", "/v1/admin/webhooks/deliveries",
+                    "/v1/admin/webhooks/deliveries/{deliveryId}/redeliver", "/console/webhooks",
+                    "/console/webhooks/deliveries/{deliveryId}/redeliver",
                 ])
+            // The events a webhook endpoint receives are described too, under `webhooks`.
+            let webhooks = try #require(document["webhooks"] as? [String: Any])
+            #expect(webhooks.keys.sorted() == ["purchaseEvent"])
         }
     }
 }
