@@ -198,7 +198,9 @@ extension Entitlements {
         let stored: VerifiedProof
         switch await VerifiedProof.verifyingOnline(text, with: signedTransactions) {
         case .success(let proof): stored = proof
+        // No answer, or "unknown", from the revocation check is no verdict on the purchase: it waits.
         case .failure(.revocationUnavailable(let detail)): return .unavailable(detail)
+        case .failure(.revocationUnknown): return .unavailable("the certificate's revocation status is unknown to its responder")
         case .failure(let failure): return .rejected("the stored signed transaction does not verify: \(failure)")
         }
         guard let serverAPI else {

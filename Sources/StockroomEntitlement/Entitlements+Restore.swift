@@ -102,9 +102,10 @@ extension Entitlements {
         }
         switch await serverAPI.transaction(transactionID) {
         case .found(let info, _):
-            guard case .success(let proof) = await VerifiedProof.verifyingOnline(info, with: signedTransactions),
-                proof.transactionID == transactionID,
-                try await boundAccount(of: proof) == account
+            let verified = await VerifiedProof.verifyingOnline(info, with: signedTransactions)
+            // A revocation check that got no answer (`--ocsp hard`) is an outage, not a refusal.
+            if case .failure(.revocationUnavailable) = verified { return .unavailable(retryAfter: Self.revocationRetryAfter) }
+            guard case .success(let proof) = verified, proof.transactionID == transactionID, try await boundAccount(of: proof) == account
             else { return .refused(.accountNotBound(transactionID)) }
             return .bound
         case .notFound:
@@ -135,7 +136,12 @@ extension Entitlements {
             var seen = Set<String>()
             var proofs: [VerifiedProof] = []
             for jws in history.signedTransactions {
-                guard case .success(let proof) = await VerifiedProof.verifyingOnline(jws, with: signedTransactions) else {
+                let verified = await VerifiedProof.verifyingOnline(jws, with: signedTransactions)
+                // No revocation answer (`--ocsp hard`): the whole history waits, rather than a restore of part of it.
+                if case .failure(.revocationUnavailable(let detail)) = verified {
+                    return .failure(.unavailable(reason: detail, retryAfter: Self.revocationRetryAfter))
+                }
+                guard case .success(let proof) = verified else {
                     logger.warning(
                         "a transaction in the App Store's history does not verify; skipped", metadata: ["history": .string(transactionID)])
                     continue

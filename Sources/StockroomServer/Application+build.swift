@@ -208,7 +208,7 @@ public func buildApplication(
                 logger: logger)
         ]
             + configuration.offloadServices(ledger: ledger, catalog: catalogStore, logger: logger) + (sender.map { [$0] } ?? [])
-            + (reverificationJobs.map { [$0] } ?? []) + (metricsListener.map { [$0] } ?? []) + (webhooks.map { [$0] } ?? []),
+            + (reverificationJobs.map { [$0] } ?? []) + (metricsListener.map { [$0] } ?? []) + [webhooks],
         logger: logger
     )
 }

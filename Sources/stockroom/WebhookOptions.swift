@@ -9,9 +9,9 @@ struct WebhookOptions: ParsableArguments {
         name: .customLong("webhook"),
         help: ArgumentHelp(
             """
-            Push the ledger's events to this URL (repeatable; https, or http to a loopback host). Each is named webhook-1, \
-            webhook-2, … and signed with a secret derived from the download-token key: `stockroom webhooks list --show-secrets` \
-            prints it (STOCKROOM_WEBHOOK, URLs separated by spaces).
+            Push the ledger's events to this URL (repeatable; https, or http to a loopback host). Each is named by its URL \
+            (webhook- and 8 hex digits) and signed with a secret derived from the download-token key: `stockroom webhooks list \
+            --show-secrets` prints it (STOCKROOM_WEBHOOK, URLs separated by spaces).
             """,
             valueName: "url"))
     var urls: [String] = []

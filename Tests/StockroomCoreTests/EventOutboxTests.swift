@@ -91,17 +91,18 @@ import Testing
             // Held: another sender gets none of them, nor what waits behind them.
             #expect(try await ledger.leaseWebhookDeliveries(endpoint: "a", limit: 10, until: until, now: Self.now).isEmpty)
             let first = try #require(leased.first { $0.delivery.transactionID == "1" })
-            try await ledger.completeWebhookDelivery(try #require(first.delivery.id), .sent(status: 204), now: Self.now)
+            try await ledger.completeWebhookDelivery(try #require(first.delivery.id), .sent(status: 204), lease: nil, now: Self.now)
             leased = try await ledger.leaseWebhookDeliveries(endpoint: "a", limit: 10, until: until, now: Self.now)
             #expect(leased.map { "\($0.delivery.transactionID)#\($0.delivery.sequence)" } == ["1#2"])
             #expect(leased.first?.type == "purchase.delivered")
             // A retry holds the events behind it until it is received; a parked one lets them go.
             let second = try #require(leased.first?.delivery.id)
-            try await ledger.completeWebhookDelivery(second, .retry(error: "503", status: 503, retryAt: Self.now + 30), now: Self.now)
+            try await ledger.completeWebhookDelivery(
+                second, .retry(error: "503", status: 503, retryAt: Self.now + 30), lease: nil, now: Self.now)
             #expect(try await ledger.leaseWebhookDeliveries(endpoint: "a", limit: 10, until: until, now: Self.now + 10).isEmpty)
             let retried = try await ledger.leaseWebhookDeliveries(endpoint: "a", limit: 10, until: Self.now + 100, now: Self.now + 40)
             #expect(retried.map { "\($0.delivery.transactionID)#\($0.delivery.sequence)" } == ["1#2"])
-            try await ledger.completeWebhookDelivery(second, .parked(error: "410", status: 410), now: Self.now + 40)
+            try await ledger.completeWebhookDelivery(second, .parked(error: "410", status: 410), lease: nil, now: Self.now + 40)
             let next = try await ledger.leaseWebhookDeliveries(endpoint: "a", limit: 10, until: Self.now + 100, now: Self.now + 40)
             #expect(next.map { "\($0.delivery.transactionID)#\($0.delivery.sequence)" } == ["1#3"])
 
@@ -119,16 +120,76 @@ import Testing
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func oldEventsArePurgedAndTheSequenceGoesOn(_ engine: LedgerEngine) async throws {
+    @Test(arguments: LedgerEngine.allCases) func oldEventsArePurgedButNotWhileADeliveryWaitsAndTheSequenceGoesOn(_ engine: LedgerEngine)
+        async throws
+    {
         try await TestLedger.with(engine) { test in
-            try await ServerCallQueueTests.deliver(test.ledger, "1", acknowledge: true)
-            _ = try await test.ledger.fanOut(to: ["a"], limit: 100, now: Self.now)
+            let ledger = test.ledger
+            try await ServerCallQueueTests.deliver(ledger, "1", acknowledge: true)
+            _ = try await ledger.fanOut(to: ["a"], limit: 100, now: Self.now)
+            // Queued deliveries hold their events past the retention.
+            #expect(try await ledger.purgeEvents(before: Self.now + 1, limit: 100) == 0)
+            for _ in 0..<3 {
+                for leased in try await ledger.leaseWebhookDeliveries(endpoint: "a", limit: 10, until: Self.now + 60, now: Self.now) {
+                    let id = try #require(leased.delivery.id)
+                    try await ledger.completeWebhookDelivery(id, .sent(status: 200), lease: leased.delivery.leasedUntil, now: Self.now)
+                }
+            }
+            #expect(try await ledger.webhookDeliveries(WebhookDeliveryQuery(status: .sent)).count == 3)
             #expect(try await test.ledger.purgeEvents(before: Self.now + 1, limit: 2) == 2)
             #expect(try await test.ledger.purgeEvents(before: Self.now + 1, limit: 100) == 1)
             #expect(try await test.ledger.webhookDeliveries(WebhookDeliveryQuery()).isEmpty)
             let purchase = RevokedPurchase(transactionID: "1", originalTransactionID: "1", productID: nil, bundleID: nil, environment: nil)
             _ = try await test.ledger.revoke(purchase, cause: .operatorAction, reason: "fraud", now: Self.now)
             #expect(try await test.ledger.events(of: "1", limit: 10).map(\.sequence) == [4])
+        }
+    }
+
+    /// A settlement carries the lease it was made under: a sender whose lease ran out and was taken
+    /// over settles nothing; a queued delivery (in flight) is not redelivered from under its sender.
+    @Test(arguments: LedgerEngine.allCases) func aStaleLeaseSettlesNothingAndAQueuedDeliveryIsNotRedelivered(_ engine: LedgerEngine)
+        async throws
+    {
+        try await TestLedger.with(engine) { test in
+            let ledger = test.ledger
+            try await ServerCallQueueTests.deliver(ledger, "1", acknowledge: false)
+            _ = try await ledger.fanOut(to: ["a"], limit: 100, now: Self.now)
+            let first = try #require(
+                try await ledger.leaseWebhookDeliveries(endpoint: "a", limit: 1, until: Self.now + 10, now: Self.now).first)
+            let id = try #require(first.delivery.id)
+            #expect(try await !ledger.redeliver(id, now: Self.now))
+            // The lease ran out; another sender took it.
+            let second = try #require(
+                try await ledger.leaseWebhookDeliveries(endpoint: "a", limit: 1, until: Self.now + 80, now: Self.now + 20).first)
+            #expect(second.delivery.id == id)
+            try await ledger.completeWebhookDelivery(id, .sent(status: 200), lease: first.delivery.leasedUntil, now: Self.now + 21)
+            #expect(try await ledger.webhookDeliveries(WebhookDeliveryQuery(status: .queued)).contains { $0.delivery.id == id })
+            try await ledger.completeWebhookDelivery(id, .sent(status: 200), lease: second.delivery.leasedUntil, now: Self.now + 22)
+            #expect(try await ledger.webhookDeliveries(WebhookDeliveryQuery(status: .sent)).map(\.delivery.id) == [id])
+            #expect(try await ledger.redeliver(id, now: Self.now + 23))
+        }
+    }
+
+    /// Deliveries queued past the give-up window to an endpoint no longer configured are parked;
+    /// an instance with no endpoint marks only events older than that window handled.
+    @Test(arguments: LedgerEngine.allCases) func abandonedDeliveriesAreParkedAndOnlyOldEventsAreMarkedHandled(_ engine: LedgerEngine)
+        async throws
+    {
+        try await TestLedger.with(engine) { test in
+            let ledger = test.ledger
+            try await ServerCallQueueTests.deliver(ledger, "1", acknowledge: false)
+            _ = try await ledger.fanOut(to: ["gone", "kept"], limit: 100, now: Self.now)
+            #expect(try await ledger.parkAbandonedDeliveries(keeping: ["kept"], queuedBefore: Self.now, now: Self.now + 1) == 0)
+            #expect(try await ledger.parkAbandonedDeliveries(keeping: ["kept"], queuedBefore: Self.now + 1, now: Self.now + 1) == 2)
+            let parked = try await ledger.webhookDeliveries(WebhookDeliveryQuery(status: .parked))
+            #expect(parked.map(\.delivery.endpoint) == ["gone", "gone"])
+            #expect(parked.allSatisfy { $0.delivery.lastError == "the endpoint is no longer configured" })
+
+            // Its events are written now (the delivery, by the clock) and at the tests' `now` (the proof), both later than an hour ago.
+            try await ServerCallQueueTests.deliver(ledger, "2", acknowledge: false)
+            #expect(try await ledger.markEventsHandled(before: Date().addingTimeInterval(-3600), limit: 100) == 0)
+            #expect(try await ledger.markEventsHandled(before: Self.now + 1, limit: 100) == 2)
+            #expect(try await ledger.fanOut(to: ["kept"], limit: 100, now: Self.now) == 0)
         }
     }
 

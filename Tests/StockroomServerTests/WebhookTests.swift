@@ -384,6 +384,22 @@ final class WebhookReceiver: @unchecked Sendable {
         }
     }
 
+    /// An endpoint given by URL is named by that URL, whatever others come and go; listings show
+    /// its scheme, host and port, never its path, query or user information.
+    @Test func aURLEndpointKeepsItsNameAndShowsNoCredential() throws {
+        let key = Array(ServerFixture.tokenSecret.utf8)
+        let a = "https://a.example/hooks?token=abc", b = "https://b.example/T000/B000/secretpath"
+        let both = try WebhookEndpoint.resolve(urls: [a, b], file: nil, key: key)
+        let alone = try WebhookEndpoint.resolve(urls: [b], file: nil, key: key)
+        #expect(both[1].name == alone[0].name)
+        #expect(both[1].secrets == alone[0].secrets && both[0].secrets != both[1].secrets)
+        #expect(both[0].name.hasPrefix("webhook-") && both[0].name.count == 16)
+        #expect(WebhookEndpoint.redacted(a) == "https://a.example/…")
+        #expect(WebhookEndpoint.redacted(b) == "https://b.example/…")
+        #expect(WebhookEndpoint.redacted("http://user:pw@127.0.0.1:8080") == "http://127.0.0.1:8080/")
+        #expect(try WebhookEndpoint(name: "x", url: "http://127.0.0.1:9/h", secrets: [Self.secret]).validated().name == "x")
+    }
+
     @Test func aSignatureIsRefusedForATamperedBodyAStaleTimeOrAnotherSecret() {
         let body = Array(#"{"id":"e1","type":"purchase.delivered"}"#.utf8)
         let now = Date()
@@ -544,7 +560,7 @@ final class WebhookReceiver: @unchecked Sendable {
     @Test func anEndpointThatCannotBeUsedRefusesStartUp() async throws {
         for (url, expected) in [
             ("http://example.com/hook", "https"), ("ftp://127.0.0.1/x", "https"), ("https://user:pw@example.com/", "absolute"),
-            ("not a url", "absolute"),
+            ("not a url", "absolute"), ("http://127.attacker.example/hook", "https"), ("http://127.0.0.1.example/", "https"),
         ] {
             var fixture = try ServerFixture()
             fixture.configuration.webhookURLs = [url]

@@ -11,20 +11,36 @@ public protocol EventOutbox: Sendable {
     /// first, and marks them fanned out; returns how many events. One fan-out runs at a time
     /// across instances. With no endpoint, events are only marked.
     func fanOut(to endpoints: [String], limit: Int, now: Date) async throws -> Int
+    /// Marks up to `limit` events written before `before` as handled with no delivery queued: what
+    /// an instance with no endpoint does, so that an endpoint added later is sent only the recent past.
+    func markEventsHandled(before: Date, limit: Int) async throws -> Int
     /// Up to `limit` due deliveries to `endpoint` that no other sender holds and that no earlier
     /// queued event of their transaction waits before, oldest first, now held until `until`.
     func leaseWebhookDeliveries(endpoint: String, limit: Int, until: Date, now: Date) async throws -> [LeasedDelivery]
-    /// Settles a leased delivery.
-    func completeWebhookDelivery(_ id: Int64, _ result: WebhookDeliveryResult, now: Date) async throws
+    /// Settles a delivery leased until `lease` (its lease is the token: a sender whose lease ran
+    /// out, and another took the delivery, settles nothing); nil settles whoever holds it.
+    func completeWebhookDelivery(_ id: Int64, _ result: WebhookDeliveryResult, lease: Date?, now: Date) async throws
     /// Deliveries on record, newest first.
     func webhookDeliveries(_ query: WebhookDeliveryQuery) async throws -> [ListedDelivery]
-    /// Queues a delivery again (parked, or sent and to be sent once more), due now, its tries
-    /// counted afresh; false when no delivery has this ID.
+    /// Queues a parked or sent delivery again, due now, its tries counted afresh; false when no
+    /// delivery has this ID or it is queued already (one in flight is not taken from its sender).
     func redeliver(_ id: Int64, now: Date) async throws -> Bool
-    /// Each endpoint's queue at a glance.
-    func webhookStats(endpoints: [String]) async throws -> [WebhookQueueStats]
-    /// Deletes up to `limit` events (and their deliveries) written before `before`; returns how many.
+    /// Each endpoint's queue at a glance; `countingSent` false leaves the sent ones uncounted (a
+    /// count of every delivery kept, which the sender's gauges do not need every second).
+    func webhookStats(endpoints: [String], countingSent: Bool) async throws -> [WebhookQueueStats]
+    /// Deletes up to `limit` events written before `before`, with their deliveries, sparing any
+    /// with a delivery still queued; returns how many.
     func purgeEvents(before: Date, limit: Int) async throws -> Int
+    /// Parks the deliveries queued before `before` to an endpoint not in `endpoints` (one no longer
+    /// configured): they are never leased, and would hold their events past the retention.
+    func parkAbandonedDeliveries(keeping endpoints: [String], queuedBefore before: Date, now: Date) async throws -> Int
+}
+
+extension EventOutbox {
+    /// Each endpoint's queue at a glance, sent deliveries counted.
+    public func webhookStats(endpoints: [String]) async throws -> [WebhookQueueStats] {
+        try await webhookStats(endpoints: endpoints, countingSent: true)
+    }
 }
 
 extension LedgerStatement {
@@ -33,14 +49,15 @@ extension LedgerStatement {
         LedgerStatement("SELECT * FROM ledger_events WHERE transaction_id = ?1 ORDER BY sequence LIMIT ?2", [transactionID, max(0, limit)])
     }
 
-    /// Marks up to `limit` events not fanned out yet, oldest first; returns their IDs, transactions and sequences.
-    static func markFannedOut(limit: Int, _ dialect: LedgerDialect) -> LedgerStatement {
+    /// Marks up to `limit` events not fanned out yet, written before `before`, oldest first;
+    /// returns their IDs, transactions and sequences.
+    static func markFannedOut(limit: Int, before: Date, _ dialect: LedgerDialect) -> LedgerStatement {
         LedgerStatement(
             """
             UPDATE ledger_events SET fanned_out = ?1 WHERE id IN
-              (SELECT id FROM ledger_events WHERE fanned_out = ?2 ORDER BY id LIMIT ?3)
+              (SELECT id FROM ledger_events WHERE fanned_out = ?2 AND created_at < ?4 ORDER BY id LIMIT ?3)
             RETURNING id, transaction_id, sequence
-            """, [true, false, max(0, limit)])
+            """, [true, false, max(0, limit), before])
     }
 
     /// Queues one event's delivery to one endpoint, once.
@@ -126,32 +143,56 @@ extension LedgerStatement {
             """
             UPDATE webhook_deliveries SET status = 'queued', attempts = 0, due_at = ?2, leased_until = NULL, updated_at = ?2,
               sent_at = NULL, created_at = ?2
-            WHERE id = ?1 RETURNING 1
+            WHERE id = ?1 AND status IN ('parked', 'sent') RETURNING 1
             """, [id, now])
     }
 
-    /// Per endpoint and status, how many deliveries, and the oldest queued one's time.
-    static var webhookStats: LedgerStatement {
+    /// Per endpoint and status, how many deliveries, and the oldest one's time; sent ones only
+    /// when `countingSent`.
+    static func webhookStats(countingSent: Bool) -> LedgerStatement {
         LedgerStatement(
             """
-            SELECT endpoint, status, COUNT(*) AS count, MIN(created_at) AS oldest FROM webhook_deliveries GROUP BY endpoint, status
-            """, [])
+            SELECT endpoint, status, COUNT(*) AS count, MIN(created_at) AS oldest FROM webhook_deliveries
+            WHERE status IN ('queued', 'parked') OR ?1 GROUP BY endpoint, status
+            """, [countingSent])
     }
 
-    /// Deletes the deliveries of up to `limit` events written before `before`, oldest first.
-    static func purgeDeliveries(before: Date, limit: Int) -> LedgerStatement {
+    /// Up to `limit` events written before `before` with no delivery queued, oldest first.
+    static func purgeableEvents(before: Date, limit: Int) -> LedgerStatement {
         LedgerStatement(
             """
-            DELETE FROM webhook_deliveries WHERE event IN
-              (SELECT id FROM ledger_events WHERE created_at < ?1 ORDER BY id LIMIT ?2)
+            SELECT id FROM ledger_events e WHERE created_at < ?1
+              AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event = e.id AND d.status = 'queued')
+            ORDER BY id LIMIT ?2
             """, [before, max(0, limit)])
     }
 
-    /// Deletes up to `limit` events written before `before`, oldest first.
-    static func purgeEvents(before: Date, limit: Int) -> LedgerStatement {
-        LedgerStatement(
-            "DELETE FROM ledger_events WHERE id IN (SELECT id FROM ledger_events WHERE created_at < ?1 ORDER BY id LIMIT ?2) RETURNING 1",
-            [before, max(0, limit)])
+    /// Deletes these events' deliveries, then the events.
+    static func deleteEvents(_ ids: [Int64]) -> [LedgerStatement] {
+        let placeholders = ids.indices.map { "?\($0 + 1)" }.joined(separator: ", ")
+        return [
+            LedgerStatement("DELETE FROM webhook_deliveries WHERE event IN (\(placeholders))", ids),
+            LedgerStatement("DELETE FROM ledger_events WHERE id IN (\(placeholders)) RETURNING 1", ids),
+        ]
+    }
+
+    /// Parks the deliveries queued before `before` to endpoints not in `endpoints`.
+    static func parkAbandoned(keeping endpoints: [String], queuedBefore before: Date, now: Date) -> LedgerStatement {
+        let kept = endpoints.indices.map { "?\($0 + 4)" }.joined(separator: ", ")
+        return LedgerStatement(
+            """
+            UPDATE webhook_deliveries SET status = 'parked', leased_until = NULL, last_error = ?3, updated_at = ?2
+            WHERE status = 'queued' AND created_at < ?1\(endpoints.isEmpty ? "" : " AND endpoint NOT IN (\(kept))") RETURNING 1
+            """, [before, now, "the endpoint is no longer configured"] + endpoints)
+    }
+}
+
+/// An event's row ID.
+struct EventRowID: LedgerRecord {
+    var id: Int64
+
+    init(row: some LedgerCells) throws {
+        id = try row["id"]
     }
 }
 
@@ -212,13 +253,21 @@ extension EventOutbox where Self: LedgerStatementRunner {
     }
 
     public func fanOut(to endpoints: [String], limit: Int, now: Date) async throws -> Int {
+        try await fanOut(to: endpoints, before: .distantFuture, limit: limit, now: now)
+    }
+
+    public func markEventsHandled(before: Date, limit: Int) async throws -> Int {
+        try await fanOut(to: [], before: before, limit: limit, now: Date())
+    }
+
+    private func fanOut(to endpoints: [String], before: Date, limit: Int, now: Date) async throws -> Int {
         guard try await count(.eventsToFanOut) > 0 else { return 0 }
         let dialect = dialect
         return try await transaction { transaction in
             // One fan-out at a time: two instances marking the same events would queue nothing twice
             // (the deliveries are unique), but one must not pass over an event the other holds.
             try transaction.lock("webhooks:fan-out")
-            let events = try transaction.fetch(.markFannedOut(limit: limit, dialect), as: FannedOutEvent.self)
+            let events = try transaction.fetch(.markFannedOut(limit: limit, before: before, dialect), as: FannedOutEvent.self)
             for event in events.sorted(by: { $0.id < $1.id }) {
                 for endpoint in endpoints {
                     let delivery = WebhookDelivery(
@@ -256,11 +305,13 @@ extension EventOutbox where Self: LedgerStatementRunner {
         }
     }
 
-    public func completeWebhookDelivery(_ id: Int64, _ result: WebhookDeliveryResult, now: Date) async throws {
+    public func completeWebhookDelivery(_ id: Int64, _ result: WebhookDeliveryResult, lease: Date?, now: Date) async throws {
         try await transaction { transaction in
             guard var delivery = try transaction.fetch(.webhookDelivery(id), as: WebhookDelivery.self, locking: true).first,
                 delivery.status == .queued
             else { return }
+            // Times round to the millisecond in SQLite: the lease is the same one within that.
+            if let lease, abs((delivery.leasedUntil ?? .distantPast).timeIntervalSince(lease)) > 0.002 { return }
             delivery.apply(result, now: now)
             try transaction.execute(.settle(delivery))
         }
@@ -274,9 +325,9 @@ extension EventOutbox where Self: LedgerStatementRunner {
         try await execute(.redeliver(id, now: now)) == 1
     }
 
-    public func webhookStats(endpoints: [String]) async throws -> [WebhookQueueStats] {
+    public func webhookStats(endpoints: [String], countingSent: Bool) async throws -> [WebhookQueueStats] {
         var stats = Dictionary(uniqueKeysWithValues: endpoints.map { ($0, WebhookQueueStats(endpoint: $0)) })
-        for row in try await fetch(.webhookStats, as: WebhookStatsRow.self) {
+        for row in try await fetch(.webhookStats(countingSent: countingSent), as: WebhookStatsRow.self) {
             var entry = stats[row.endpoint] ?? WebhookQueueStats(endpoint: row.endpoint)
             switch WebhookDelivery.Status(rawValue: row.status) {
             case .queued:
@@ -293,8 +344,15 @@ extension EventOutbox where Self: LedgerStatementRunner {
 
     public func purgeEvents(before: Date, limit: Int) async throws -> Int {
         try await transaction { transaction in
-            try transaction.execute(.purgeDeliveries(before: before, limit: limit))
-            return try transaction.execute(.purgeEvents(before: before, limit: limit))
+            let ids = try transaction.fetch(.purgeableEvents(before: before, limit: limit), as: EventRowID.self).map(\.id)
+            guard !ids.isEmpty else { return 0 }
+            let statements = LedgerStatement.deleteEvents(ids)
+            try transaction.execute(statements[0])
+            return try transaction.execute(statements[1])
         }
+    }
+
+    public func parkAbandonedDeliveries(keeping endpoints: [String], queuedBefore before: Date, now: Date) async throws -> Int {
+        try await execute(.parkAbandoned(keeping: endpoints, queuedBefore: before, now: now))
     }
 }

@@ -27,7 +27,10 @@ public struct WebhookEndpoint: Sendable, Equatable, Codable {
         }
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(), let host = components.host,
             !host.isEmpty, components.user == nil, components.password == nil
-        else { throw Invalid(description: "webhook endpoint \(name): \"\(Self.redacted(url))\" is not an absolute http(s) URL") }
+        else {
+            throw Invalid(
+                description: "webhook endpoint \(name): \(Self.redacted(url)) is not an absolute http(s) URL without user information")
+        }
         switch scheme {
         case "https": break
         case "http" where Self.isLoopback(host): break
@@ -40,16 +43,26 @@ public struct WebhookEndpoint: Sendable, Equatable, Codable {
         return self
     }
 
-    /// The URL without its query or user information (a receiver may carry a credential there):
-    /// what logs, errors and listings show.
+    /// The URL's scheme, host and port only, its path shown as `/…`: a receiver may carry a
+    /// credential in its user information, path or query (as Slack's and Discord's hooks do).
+    /// What logs, errors and listings show.
     public static func redacted(_ url: String) -> String {
-        let cut = url.split(separator: "?", maxSplits: 1).first.map(String.init) ?? url
-        guard let at = cut.firstIndex(of: "@"), let scheme = cut.range(of: "://"), scheme.upperBound <= at else { return cut }
-        return String(cut[..<scheme.upperBound]) + "…" + String(cut[at...])
+        guard let components = URLComponents(string: url), let scheme = components.scheme, let host = components.host, !host.isEmpty
+        else { return "(a URL that does not parse)" }
+        let port = components.port.map { ":\($0)" } ?? ""
+        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return "\(scheme)://\(bracketed)\(port)" + (components.path.isEmpty || components.path == "/" ? "/" : "/…")
     }
 
+    /// `localhost`, `::1`, or an IPv4 address in 127.0.0.0/8, written as one: a name that merely
+    /// starts with "127." is not loopback.
     private static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "127" else { return false }
+        return parts.allSatisfy { part in
+            (1...3).contains(part.utf8.count) && part.utf8.allSatisfy { (0x30...0x39).contains($0) } && Int(part)! <= 255
+        }
     }
 
     /// The secret of an endpoint given only by its URL (`--webhook URL`): derived from the server's
@@ -68,12 +81,14 @@ public struct WebhookEndpoint: Sendable, Equatable, Codable {
         return try file.endpoints.map { endpoint throws(Invalid) in try endpoint.validated() }
     }
 
-    /// Every configured endpoint: those of the file, then one per URL given alone (named
-    /// `webhook-1`, `webhook-2`, … in order), each checked; names must differ.
+    /// Every configured endpoint: those of the file, then one per URL given alone, each checked;
+    /// names must differ. A URL given alone is named by it (`webhook-` and 8 hex digits of its
+    /// SHA-256), so its deliveries stay its own whatever other endpoints come and go.
     public static func resolve(urls: [String], file: Data?, key: [UInt8]) throws(Invalid) -> [WebhookEndpoint] {
         var endpoints = try file.map { data throws(Invalid) in try Self.endpoints(file: data) } ?? []
-        for (index, url) in urls.enumerated() {
-            let endpoint = WebhookEndpoint(name: "webhook-\(index + 1)", url: url, secrets: [derivedSecret(for: url, key: key)])
+        for url in urls {
+            let name = "webhook-" + String(ByteEncoding.hex(SHA256.hash(Array(url.utf8))).prefix(8))
+            let endpoint = WebhookEndpoint(name: name, url: url, secrets: [derivedSecret(for: url, key: key)])
             endpoints.append(try endpoint.validated())
         }
         guard Set(endpoints.map(\.name)).count == endpoints.count else {

@@ -16,10 +16,13 @@ extension ServerConfiguration {
         }
     }
 
-    /// The sender of the ledger's events to `endpoints`, when there is any.
-    func webhookSender(ledger: any Ledger, endpoints: [WebhookEndpoint], logger: Logger) -> WebhookSender? {
-        guard !endpoints.isEmpty else { return nil }
-        logger.info("webhooks", metadata: ["endpoints": .string(endpoints.map(\.name).joined(separator: ", "))])
+    /// The sender of the ledger's events to `endpoints`; with none, it only keeps the event log:
+    /// marks events older than the give-up window handled (an endpoint added later is sent the
+    /// last day, not all the past) and purges old ones.
+    func webhookSender(ledger: any Ledger, endpoints: [WebhookEndpoint], logger: Logger) -> WebhookSender {
+        if !endpoints.isEmpty {
+            logger.info("webhooks", metadata: ["endpoints": .string(endpoints.map(\.name).joined(separator: ", "))])
+        }
         return WebhookSender(ledger: ledger, endpoints: endpoints, settings: webhookSettings, logger: logger)
     }
 }

@@ -61,7 +61,7 @@ public struct WebhookSender: Service, CustomStringConvertible {
     }
 
     public func run() async throws {
-        StockroomMetrics.registerWebhooks(endpoints.map(\.name))
+        if !endpoints.isEmpty { StockroomMetrics.registerWebhooks(endpoints.map(\.name)) }
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await fanOutLoop() }
@@ -72,25 +72,42 @@ public struct WebhookSender: Service, CustomStringConvertible {
         }
     }
 
-    /// Queues deliveries of new events, purges old ones, and keeps the queue gauges.
+    /// Queues deliveries of new events (with no endpoint, only marks those past the give-up window
+    /// handled), parks what
+    /// waits for an endpoint no longer configured, purges old events, and keeps the queue gauges.
     private func fanOutLoop() async {
         var lastPurge = Date.distantPast
+        // With no endpoint there is nothing to send soon: the log is only kept.
+        let interval = endpoints.isEmpty ? max(settings.interval, .seconds(10)) : settings.interval
         while !Task.isCancelled {
             do {
                 let names = endpoints.map(\.name)
-                while try await ledger.fanOut(to: names, limit: 500, now: Date()) > 0, !Task.isCancelled {
-                    for wakeUp in wakeUps.values { wakeUp.signal() }
+                if names.isEmpty {
+                    // Marked only once older than the give-up window: an instance with endpoints
+                    // sharing the ledger (a rolling change of configuration) fans them out first.
+                    let before = Date().addingTimeInterval(-settings.giveUpAfter.seconds)
+                    while try await ledger.markEventsHandled(before: before, limit: 500) > 0, !Task.isCancelled {}
+                } else {
+                    while try await ledger.fanOut(to: names, limit: 500, now: Date()) > 0, !Task.isCancelled {
+                        for wakeUp in wakeUps.values { wakeUp.signal() }
+                    }
                 }
                 if Date().timeIntervalSince(lastPurge) > 600 {
                     lastPurge = Date()
-                    let cutoff = Date().addingTimeInterval(-settings.retention.seconds)
+                    let now = Date()
+                    // Queued past the give-up window for an endpoint this instance does not know: abandoned.
+                    _ = try await ledger.parkAbandonedDeliveries(
+                        keeping: names, queuedBefore: now.addingTimeInterval(-settings.giveUpAfter.seconds), now: now)
+                    let cutoff = now.addingTimeInterval(-settings.retention.seconds)
                     while try await ledger.purgeEvents(before: cutoff, limit: 1000) > 0, !Task.isCancelled {}
                 }
-                StockroomMetrics.webhookQueues(try await ledger.webhookStats(endpoints: names), now: Date())
+                if !names.isEmpty {
+                    StockroomMetrics.webhookQueues(try await ledger.webhookStats(endpoints: names, countingSent: false), now: Date())
+                }
             } catch {
                 logger.warning("the event log could not be read for webhooks", metadata: ["error": "\(error)"])
             }
-            try? await Task.sleep(for: settings.interval)
+            try? await Task.sleep(for: interval)
         }
     }
 
@@ -127,7 +144,8 @@ public struct WebhookSender: Service, CustomStringConvertible {
                     // Recorded even while the server stops (GRDB refuses a cancelled task's write).
                     let ledger = ledger
                     do {
-                        try await Task { try await ledger.completeWebhookDelivery(id, result, now: Date()) }.value
+                        let lease = delivery.delivery.leasedUntil
+                        try await Task { try await ledger.completeWebhookDelivery(id, result, lease: lease, now: Date()) }.value
                     } catch {
                         logger.warning(
                             "a webhook delivery's outcome could not be recorded; it is sent again when its lease ends",

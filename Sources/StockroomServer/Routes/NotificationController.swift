@@ -45,7 +45,12 @@ enum NotificationError: APIError {
     case badRequest(String)
     case rejected(JWSFailure)
 
-    var status: HTTPResponse.Status { .badRequest }
+    /// A notification whose certificates' revocation could not be checked (`--ocsp hard`) is an
+    /// outage, 503, which Apple retries; anything else that does not verify is 400.
+    var status: HTTPResponse.Status {
+        if case .rejected(.revocationUnavailable) = self { return .serviceUnavailable }
+        return .badRequest
+    }
 
     var code: String {
         switch self {
@@ -59,5 +64,10 @@ enum NotificationError: APIError {
         case .badRequest(let detail): detail
         case .rejected(let failure): "The notification does not verify: \(failure)."
         }
+    }
+
+    var headers: HTTPFields {
+        if case .rejected(.revocationUnavailable) = self { return [.retryAfter: "60"] }
+        return [:]
     }
 }
