@@ -325,6 +325,38 @@ final class WebhookReceiver: @unchecked Sendable {
         }
     }
 
+    /// A 500 is retried after the backoff (here 0.1 s doubling to 0.4 s); a 429's `Retry-After`
+    /// longer than that is waited for.
+    @Test func a500IsRetriedAndARetryAfterIsHonoured() async throws {
+        let receiver = try WebhookReceiver(secrets: [Self.secret], mode: .status(500))
+        defer { receiver.stop() }
+        try await Self.run(receiver: receiver, { $0.finishOn = nil }) { fixture in
+            let (purchase, _) = try await LifecycleTests.buyAndDownload(fixture)
+            let query = WebhookDeliveryQuery(transactionID: purchase.transactionId)
+            #expect(
+                try await fixture.eventually {
+                    try await fixture.ledger.webhookDeliveries(query).contains {
+                        $0.delivery.attempts >= 2 && $0.delivery.lastStatus == 500
+                    }
+                })
+            #expect(try await fixture.ledger.webhookDeliveries(query).allSatisfy { $0.delivery.status == .queued })
+            receiver.set(.status(429, retryAfter: "3"))
+            #expect(
+                try await fixture.eventually {
+                    try await fixture.ledger.webhookDeliveries(query).contains { $0.delivery.lastStatus == 429 }
+                })
+            let waiting = try #require(try await fixture.ledger.webhookDeliveries(query).first { $0.delivery.lastStatus == 429 })
+            let wait = waiting.delivery.dueAt.timeIntervalSince(waiting.delivery.updatedAt)
+            #expect(wait >= 2.9 && wait <= 3.1, "waited \(wait) s, not the receiver's 3 s")
+            let asked = receiver.received.count
+            try await Task.sleep(for: .seconds(1))
+            #expect(receiver.received.count == asked, "asked again before Retry-After")
+            receiver.set(.accept)
+            #expect(try await fixture.eventually { Self.types(receiver, of: purchase.transactionId).count == 2 })
+            Self.checkDeliveries(receiver)
+        }
+    }
+
     @Test func aReceiverThatNeverAnswersTimesOutAndIsTriedAgainWithoutHoldingTheOthers() async throws {
         let silent = try WebhookReceiver(secrets: [Self.secret], mode: .hang(30))
         defer { silent.stop() }
