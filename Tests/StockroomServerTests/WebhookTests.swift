@@ -583,6 +583,9 @@ final class WebhookReceiver: @unchecked Sendable {
             let posted = try await browser.post(path, form: ["csrf": try await browser.csrfToken(on: "/console/webhooks")])
             #expect(posted.status == .seeOther)
             #expect(try await fixture.eventually { Self.types(receiver, of: purchase.transactionId) == ["purchase.verified"] })
+            // The transaction's page lists its events.
+            let detail = String(buffer: try await browser.get("/console/fulfilments/\(purchase.transactionId)").body)
+            #expect(detail.contains("data-event=\"purchase.verified\"") && detail.contains("data-event=\"purchase.delivered\""))
             let missing = try await browser.post(
                 "/console/webhooks/deliveries/999999/redeliver", form: ["csrf": try await browser.csrfToken(on: "/console/webhooks")])
             #expect(missing.status == .notFound)

@@ -75,8 +75,21 @@ extension ConsolePages {
         if notifications.isEmpty {
             body += "<tr><td colspan=\"4\" class=\"muted\">No App Store notification names this purchase.</td></tr>\n"
         }
-        body += "</table>\n" + Self.actionForms(row, session: session)
+        body += "</table>\n" + Self.events(try await ledger.events(of: transactionID, limit: 100))
+        body += Self.actionForms(row, session: session)
         return .page(title: "Transaction \(row.transactionID)", body: body, session: session)
+    }
+
+    /// The transaction's events as the ledger recorded them (what webhooks send), in order.
+    static func events(_ events: [LedgerEvent]) -> String {
+        var html = "<h2>Events</h2>\n<table id=\"events\"><tr><th>#</th><th>When</th><th>Event</th><th>ID</th></tr>\n"
+        for event in events {
+            html +=
+                "<tr data-event=\"\(HTML.escape(event.type.rawValue))\"><td>\(event.sequence)</td><td>\(HTML.time(event.createdAt))</td>"
+            html += "<td>\(HTML.escape(event.type.rawValue))</td><td><code>\(HTML.escape(event.eventID))</code></td></tr>\n"
+        }
+        if events.isEmpty { html += "<tr><td colspan=\"4\" class=\"muted\">No event recorded (or older than the retention).</td></tr>\n" }
+        return html + "</table>\n"
     }
 
     /// A transaction with no entitlement on record, only proofs kept while the App Store could not
