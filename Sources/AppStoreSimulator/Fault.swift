@@ -25,11 +25,13 @@ struct Fault: Codable, Sendable, Equatable {
     var retryAfter: Int?
     /// The same, under the name the lifecycle tests use; `retryAfter` wins when both are set.
     var retryAfterSeconds: Int?
-    /// Only calls to this endpoint take the fault (`finish`, `consumption`, …); nil: any call.
+    /// Only calls to this endpoint take the fault (`finish`, `consumption`, `appAccountToken`, …); nil: any call.
     var endpoint: String?
 
     /// The endpoints a fault can be aimed at, as `GET /sim/stats` names them.
-    static let endpoints: Set = ["verifyReceipt", "inApps", "finish", "consumption", "notificationHistory", "transactionHistory"]
+    static let endpoints: Set = [
+        "verifyReceipt", "inApps", "finish", "consumption", "appAccountToken", "notificationHistory", "transactionHistory",
+    ]
 
     /// The `Retry-After` seconds to send, if any.
     var retryAfterHeader: Int? { retryAfter ?? retryAfterSeconds }

@@ -3,8 +3,8 @@ import Hummingbird
 import StockroomCore
 
 /// The App Store Server API's purchase-lifecycle endpoints, production at `/` and sandbox
-/// under `/sandbox`: Finish Transaction, Send Consumption Information (v2) and Get
-/// Notification History, with the same queued faults as the other upstream endpoints.
+/// under `/sandbox`: Finish Transaction, Send Consumption Information (v2), Set App Account
+/// Token and Get Notification History, with the same queued faults as the other upstream endpoints.
 ///
 /// See https://developer.apple.com/documentation/appstoreserverapi
 struct LifecycleController<Context: RequestContext> {
@@ -23,6 +23,14 @@ struct LifecycleController<Context: RequestContext> {
                 try await answer("consumption", environment: environment) {
                     let body = Array(buffer: try await request.body.collect(upTo: ConsumptionRules.maximumBodyBytes * 4))
                     return await state.consume(
+                        try context.parameters.require("id"), body: body, authorization: request.headers[.authorization],
+                        environment: environment)
+                }
+            }
+            router.put("\(prefix)inApps/v1/transactions/:id/appAccountToken") { request, context in
+                try await answer("appAccountToken", environment: environment) {
+                    let body = Array(buffer: try await request.body.collect(upTo: 64 * 1024))
+                    return await state.setAppAccountToken(
                         try context.parameters.require("id"), body: body, authorization: request.headers[.authorization],
                         environment: environment)
                 }

@@ -88,6 +88,7 @@ extension SimulatorState {
         view["revocationType"] = transaction.revocationType
         view["revocationPercentage"] = transaction.revocationPercentage
         view["expiresDate"] = transaction.expiresDateMilliseconds
+        view["appAccountToken"] = transaction.appAccountToken
         return Array((try? JSONSerialization.data(withJSONObject: view, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
     }
 

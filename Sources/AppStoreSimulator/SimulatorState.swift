@@ -13,6 +13,8 @@ actor SimulatorState {
     var transactions: [String: SimulatedTransaction] = [:]
     /// Transaction IDs per device, in purchase order.
     var devices: [String: [String]] = [:]
+    /// Tokens set by Set App Account Token, by original transaction ID: later transactions of the purchase carry them.
+    var setAccountTokens: [String: String] = [:]
     private var nextTransactionNumber: Int64 = 2_000_000_000_000_001
     private var faults: [(fault: Fault, remaining: Int)] = []
     private(set) var stats = SimulatorStats()
@@ -117,7 +119,8 @@ actor SimulatorState {
             deviceID: request.deviceId ?? original?.deviceID ?? UUID().uuidString,
             purchaseDateMilliseconds: now,
             originalPurchaseDateMilliseconds: original?.originalPurchaseDateMilliseconds ?? now,
-            appAccountToken: request.appAccountToken?.lowercased(), type: type, expiresDateMilliseconds: expires)
+            appAccountToken: request.appAccountToken?.lowercased() ?? original.flatMap { setAccountTokens[$0.originalTransactionID] },
+            type: type, expiresDateMilliseconds: expires)
         transactions[id] = transaction
         devices[transaction.deviceID, default: []].append(id)
         let receipt = try receipt(for: transaction, at: now)

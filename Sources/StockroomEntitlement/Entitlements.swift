@@ -215,7 +215,10 @@ public struct Entitlements: Sendable {
             requestedProductID: request.productID, appAccountToken: request.appAccountToken, checksAccount: true, countsAttempt: true,
             customerConsented: request.customerConsented)
         switch try await ledger.recordProof(proof, terms: terms, now: now()) {
-        case .entitled(let row): return entitled(row)
+        case .entitled(let row):
+            // Binding an account Apple's transaction lacks may have queued Set App Account Token in the same write.
+            if proof.appAccountToken == nil, row.appAccountToken != nil { serverCallQueued() }
+            return entitled(row)
         case .refused(let refusal): return .refused(refusal)
         }
     }

@@ -14,9 +14,13 @@ public struct PostgresLedger: Ledger, LedgerStatementRunner {
     /// When set, a transaction reaching this point is queued for Finish Transaction in the same transaction.
     public let finishOn: FinishTrigger?
 
-    public init(database: PostgresPool, finishOn: FinishTrigger? = nil) {
+    /// Whether binding a purchase Apple holds without an account queues Set App Account Token.
+    public let tellsAppleOfAccounts: Bool
+
+    public init(database: PostgresPool, finishOn: FinishTrigger? = nil, tellsAppleOfAccounts: Bool = false) {
         self.database = database
         self.finishOn = finishOn
+        self.tellsAppleOfAccounts = tellsAppleOfAccounts
     }
 
     var logger: Logger { database.logger }

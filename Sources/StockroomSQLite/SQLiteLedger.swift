@@ -11,9 +11,13 @@ public struct SQLiteLedger: Ledger, LedgerStatementRunner {
     /// When set, a transaction reaching this point is queued for Finish Transaction in the same write.
     public let finishOn: FinishTrigger?
 
-    public init(database: SQLiteDatabase, finishOn: FinishTrigger? = nil) {
+    /// Whether binding a purchase Apple holds without an account queues Set App Account Token.
+    public let tellsAppleOfAccounts: Bool
+
+    public init(database: SQLiteDatabase, finishOn: FinishTrigger? = nil, tellsAppleOfAccounts: Bool = false) {
         self.database = database
         self.finishOn = finishOn
+        self.tellsAppleOfAccounts = tellsAppleOfAccounts
     }
 
     public var dialect: LedgerDialect { .sqlite }

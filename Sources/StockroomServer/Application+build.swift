@@ -92,9 +92,10 @@ public func buildApplication(
         throw StartupError.catalog(error)
     }
     let catalog = catalogStore.catalog
-    // Finish Transaction is queued only where it can be sent: with Server API credentials.
+    // Finish Transaction and Set App Account Token are queued only where they can be sent: with Server API credentials.
     let finishOn = trust.serverAPI == nil ? nil : configuration.finishOn
-    let (ledger, ledgerServices) = try await openLedger(configuration, finishOn: finishOn, logger: logger)
+    let (ledger, ledgerServices) = try await openLedger(
+        configuration, finishOn: finishOn, tellsAppleOfAccounts: trust.serverAPI != nil, logger: logger)
     let tokenKey: [UInt8]
     do {
         tokenKey = try DownloadTokenSigner.loadKey(configured: configuration.tokenSecret, file: configuration.tokenSecretPath)
@@ -217,12 +218,16 @@ public func buildApplication(
 ///
 /// A `postgres://` address is migrated over a connection of its own before anything binds a
 /// port, so a wrong address, password or database refuses start-up with the server's words.
-func openLedger(_ configuration: ServerConfiguration, finishOn: FinishTrigger? = nil, logger: Logger) async throws -> (
-    any Ledger, [any Service]
-) {
+func openLedger(
+    _ configuration: ServerConfiguration, finishOn: FinishTrigger? = nil, tellsAppleOfAccounts: Bool = false, logger: Logger
+) async throws -> (any Ledger, [any Service]) {
     guard configuration.usesPostgres else {
         do {
-            return (SQLiteLedger(database: try SQLiteDatabase(path: configuration.databaseLocation), finishOn: finishOn), [])
+            return (
+                SQLiteLedger(
+                    database: try SQLiteDatabase(path: configuration.databaseLocation), finishOn: finishOn,
+                    tellsAppleOfAccounts: tellsAppleOfAccounts), []
+            )
         } catch {
             throw StartupError.database(path: configuration.databaseLocation, reason: "\(error)")
         }
@@ -254,5 +259,5 @@ func openLedger(_ configuration: ServerConfiguration, finishOn: FinishTrigger? =
     logger.info(
         "ledger on PostgreSQL",
         metadata: ["database": .string(address.description), "pool": .stringConvertible(configuration.databasePoolSize)])
-    return (PostgresLedger(database: database, finishOn: finishOn), [database])
+    return (PostgresLedger(database: database, finishOn: finishOn, tellsAppleOfAccounts: tellsAppleOfAccounts), [database])
 }

@@ -11,6 +11,10 @@ public protocol LedgerDecisions: Sendable {
     /// When set, a transaction reaching this point is queued for Finish Transaction in the same write.
     var finishOn: FinishTrigger? { get }
 
+    /// Whether binding a purchase that Apple holds without an account queues Set App Account
+    /// Token in the same write (only with App Store Server API credentials).
+    var tellsAppleOfAccounts: Bool { get }
+
     /// Reads the rows `scope` names under the purchase's lock, runs `decision` on them and applies
     /// the writes it made, in one database transaction; a decision that throws writes nothing.
     func decide<Value: Sendable>(_ scope: PurchaseScope, _ decision: @escaping @Sendable (inout PurchaseWork) throws -> Value) async throws
@@ -21,11 +25,17 @@ extension LedgerDecisions {
     /// Records what `proof` says and decides whether it entitles the claim: refunds revoke the
     /// whole purchase, a revoked purchase stays revoked, the product must be the one asked for,
     /// a bound account must match, an expired subscription is refused. The customer's consent
-    /// (`terms`) is kept in the same write.
+    /// (`terms`) is kept in the same write, and so is the call that tells Apple an account this
+    /// write bound (`tellsAppleOfAccounts`).
     public func recordProof(_ proof: VerifiedProof, terms: ProofTerms, now: Date) async throws -> LedgerDecision {
-        try await decide(.purchase(transactionID: proof.transactionID, originalTransactionID: proof.originalTransactionID)) { work in
+        let tellsApple = tellsAppleOfAccounts
+        return try await decide(.purchase(transactionID: proof.transactionID, originalTransactionID: proof.originalTransactionID)) { work in
+            let before = work[proof.transactionID]
             let decision = try EntitlementRules.recordProof(proof, terms: terms, purchase: &work, now: now)
-            if case .entitled = decision { work.settlePendingProof(transactionID: proof.transactionID, digest: proof.digest) }
+            if case .entitled(let after) = decision {
+                work.settlePendingProof(transactionID: proof.transactionID, digest: proof.digest)
+                if tellsApple { work.queueAppAccountToken(proof, before: before, after: after, now: now) }
+            }
             return decision
         }
     }
@@ -134,6 +144,17 @@ extension LedgerDecisions {
 }
 
 extension PurchaseWork {
+    /// Queues Set App Account Token when this write bound the purchase to an account that
+    /// Apple's signed transaction did not carry: once per purchase, under its original
+    /// transaction ID. A receipt says nothing of Apple's token, so it never queues one (the call
+    /// could overwrite a token Apple holds).
+    mutating func queueAppAccountToken(_ proof: VerifiedProof, before: Fulfilment?, after: Fulfilment, now: Date) {
+        guard proof.kind == .signedTransaction, proof.appAccountToken == nil, before?.appAccountToken == nil,
+            let token = after.appAccountToken
+        else { return }
+        queue(.appAccountToken(token, originalTransactionID: proof.originalTransactionID, environment: proof.environment, now: now))
+    }
+
     /// Queues Finish Transaction when `after` just became due under `trigger` (once per transaction).
     mutating func queueFinish(_ trigger: FinishTrigger?, before: FulfilmentState?, after: Fulfilment, now: Date) {
         guard let trigger, trigger.isDue(before: before, after: after), let environment = after.environment else { return }

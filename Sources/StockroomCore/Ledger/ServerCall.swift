@@ -1,12 +1,14 @@
 import Foundation
 
 /// A call Stockroom owes the App Store Server API, kept in the ledger until it is made:
-/// Finish Transaction once the app has its content, and one consumption answer per refund
-/// request. A durable queue: it survives restarts, and each row is leased to one sender at a
-/// time, so several instances sharing a ledger make each call once.
+/// Finish Transaction once the app has its content, one consumption answer per refund request,
+/// and Set App Account Token once a purchase Apple holds without an account is bound to one. A
+/// durable queue: it survives restarts, and each row is leased to one sender at a time, so
+/// several instances sharing a ledger make each call once.
 ///
 /// One row per (kind, transaction): a transaction is finished once and answered once, however
-/// often Apple asks (it re-sends CONSUMPTION_REQUEST with new UUIDs until it hears back).
+/// often Apple asks (it re-sends CONSUMPTION_REQUEST with new UUIDs until it hears back); a
+/// purchase is told its account once, under its original transaction ID (Apple's key for it).
 public struct ServerCall: Sendable, Equatable, Codable {
     public var id: Int64?
     public var kind: Kind
@@ -21,7 +23,8 @@ public struct ServerCall: Sendable, Equatable, Codable {
     /// Held by one sender until this time.
     public var leasedUntil: Date?
     public var lastError: String?
-    /// What was sent, verbatim (consumption answers), for audit.
+    /// What was sent, verbatim, for audit: a consumption answer once sent; an account token's
+    /// `UpdateAppAccountTokenRequest` from the start (the sender sends it as queued).
     public var body: String?
     /// The notification that asked for it (consumption answers).
     public var requestedBy: String?
@@ -35,6 +38,9 @@ public struct ServerCall: Sendable, Equatable, Codable {
         case finish
         /// `PUT /inApps/v2/transactions/consumption/{transactionId}`.
         case consumption
+        /// `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken`; its
+        /// `transactionID` is the purchase's original transaction ID.
+        case appAccountToken
     }
 
     /// Where a call stands.
@@ -77,19 +83,40 @@ public struct ServerCall: Sendable, Equatable, Codable {
         return call
     }
 
-    /// The statements that settle this call with `result`: the call, and once sent, its
-    /// transaction's row (`row`, read locked), stamped `finished_at` for a finish, and the event
-    /// that reports it.
+    /// Set App Account Token for the purchase `originalTransactionID`, queued in the write that
+    /// binds it to `appAccountToken` (a UUID); its body is Apple's `UpdateAppAccountTokenRequest`.
+    ///
+    /// See https://developer.apple.com/documentation/appstoreserverapi/set-app-account-token
+    public static func appAccountToken(_ appAccountToken: String, originalTransactionID: String, environment: StoreEnvironment, now: Date)
+        -> ServerCall
+    {
+        var call = ServerCall.queued(.appAccountToken, originalTransactionID, environment: environment, now: now)
+        call.body = UpdateAppAccountTokenRequest(appAccountToken: appAccountToken).json
+        return call
+    }
+
+    /// The statements that settle this call with `result`: the call, and once a finish or a
+    /// consumption answer is sent, its transaction's row (`row`, read locked), stamped
+    /// `finished_at` for a finish, and the event that reports it. An account token told to Apple
+    /// changes nothing Stockroom decides (the ledger bound the account already): no event.
     public func settlement(_ result: ServerCallResult, row: Fulfilment?, now: Date) -> [LedgerStatement] {
         var call = self
         call.apply(result, now: now)
         guard call.status == .sent, var row else { return [.settle(call)] }
-        if call.kind == .finish { row.finishedAt = row.finishedAt ?? now }
+        let type: LedgerEvent.EventType
+        switch call.kind {
+        case .finish:
+            row.finishedAt = row.finishedAt ?? now
+            type = .finished
+        case .consumption:
+            type = .consumptionAnswered
+        case .appAccountToken:
+            return [.settle(call)]
+        }
         row.updatedAt = now
         let sequence = (row.eventSequence ?? 0) + 1
         row.eventSequence = sequence
-        let event = LedgerEvent.about(row, type: call.kind == .finish ? .finished : .consumptionAnswered, sequence: sequence, now: now)
-        return [.settle(call), .update(row), .insert(event)]
+        return [.settle(call), .update(row), .insert(LedgerEvent.about(row, type: type, sequence: sequence, now: now))]
     }
 
     /// The wait before the next try after `attempts` failures: 2 s doubling to an hour, or

@@ -2,7 +2,7 @@ import Metrics
 
 extension StockroomMetrics {
     /// `stockroom_server_calls_total{kind, outcome}`: calls owed to the App Store Server API as
-    /// the sender settled them. `kind`: finish, consumption; `outcome`: sent, retry, refused.
+    /// the sender settled them. `kind`: finish, consumption, appAccountToken; `outcome`: sent, retry, refused.
     public static func serverCall(kind: ServerCall.Kind, result: ServerCallResult) {
         let outcome =
             switch result {

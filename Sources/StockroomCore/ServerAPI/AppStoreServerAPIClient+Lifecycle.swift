@@ -1,7 +1,7 @@
 import Foundation
 
-/// The calls that tell Apple what Stockroom did with a transaction: Finish Transaction and
-/// Send Consumption Information. One attempt each, in the transaction's own environment (the
+/// The calls that tell Apple what Stockroom did with a transaction: Finish Transaction, Send
+/// Consumption Information and Set App Account Token. One attempt each, in the transaction's own environment (the
 /// ledger knows it, so there is no sandbox fallback); the durable queue that calls them
 /// retries across restarts.
 extension AppStoreServerAPIClient {
@@ -37,6 +37,26 @@ extension AppStoreServerAPIClient {
         let exchange = await exchange(
             .put, path: "/inApps/v2/transactions/consumption/\(transactionID)", environment: environment, body: Array(body),
             timeout: min(Self.callTimeout, policy.totalBudget), endpoint: "consumption")
+        return Self.outcome(of: exchange)
+    }
+
+    /// `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken` with `request`:
+    /// Apple binds the purchase to the app's account, and later transactions and notifications
+    /// of it carry the token (App Store Server API 1.16). Success is 200; Apple refuses a token
+    /// that is no UUID (4000183), a transaction ID that is not an original one (4000187) and a
+    /// Family Sharing transaction (4000185) with 400, and an unknown purchase with 404 (4040005).
+    ///
+    /// See https://developer.apple.com/documentation/appstoreserverapi/set-app-account-token
+    public func setAppAccountToken(
+        _ originalTransactionID: String, environment: StoreEnvironment, _ request: UpdateAppAccountTokenRequest
+    ) async -> ServerAPICallOutcome {
+        guard Self.isTransactionID(originalTransactionID) else { return Self.notATransactionID }
+        guard UUID(uuidString: request.appAccountToken) != nil, let body = request.json else {
+            return .refused(status: 400, errorCode: 4_000_183, reason: "the app account token is not a UUID; no call made")
+        }
+        let exchange = await exchange(
+            .put, path: "/inApps/v1/transactions/\(originalTransactionID)/appAccountToken", environment: environment,
+            body: Array(body.utf8), timeout: min(Self.callTimeout, policy.totalBudget), endpoint: "appAccountToken")
         return Self.outcome(of: exchange)
     }
 

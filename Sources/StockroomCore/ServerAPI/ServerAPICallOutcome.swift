@@ -1,5 +1,5 @@
 /// What one App Store Server API call that changes Apple's state (Finish Transaction, Send
-/// Consumption Information) came to. The caller, a durable queue, owns retries across
+/// Consumption Information, Set App Account Token) came to. The caller, a durable queue, owns retries across
 /// restarts; the client makes exactly one attempt.
 ///
 /// See https://developer.apple.com/documentation/appstoreserverapi/finish-transaction and
@@ -7,8 +7,8 @@
 public enum ServerAPICallOutcome: Sendable, Equatable {
     /// Apple took it: HTTP 200 or 202.
     case accepted
-    /// The environment does not know the transaction: 4040010 TransactionIdNotFoundError (or a
-    /// bare 404). Retrying will not change that.
+    /// The environment does not know the transaction: 4040010 TransactionIdNotFoundError,
+    /// 4040005 OriginalTransactionIdNotFoundError (or a bare 404). Retrying will not change that.
     case notFound
     /// Try again later: 429 (with its `Retry-After`, bounded to 0...3600 s, when given), 5xx,
     /// 401 (the credentials may be fixed), transport failures and timeouts.

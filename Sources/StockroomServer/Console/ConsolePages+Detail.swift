@@ -176,11 +176,17 @@ extension ConsolePages {
         return html + "</table>\n"
     }
 
-    /// The calls owed to Apple for this transaction (Finish Transaction, a consumption answer), as verdict rows.
+    /// The calls owed to Apple for this transaction (Finish Transaction, a consumption answer, and
+    /// on a purchase's original transaction Set App Account Token), as verdict rows.
     static func serverCalls(_ calls: [ServerCall], row: Fulfilment) -> String {
         var html = ""
         for call in calls.sorted(by: { ($0.id ?? 0) < ($1.id ?? 0) }) {
-            let name = call.kind == .finish ? "Finish Transaction" : "Consumption answer"
+            let name =
+                switch call.kind {
+                case .finish: "Finish Transaction"
+                case .consumption: "Consumption answer"
+                case .appAccountToken: "Set App Account Token"
+                }
             var detail: String
             switch call.status {
             case .sent: detail = "sent \(HTML.time(call.sentAt)) (\(call.environment.rawValue))"

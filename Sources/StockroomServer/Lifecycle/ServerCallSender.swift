@@ -3,8 +3,8 @@ import Logging
 import ServiceLifecycle
 import StockroomCore
 
-/// Sends the calls the ledger says Stockroom owes the App Store Server API: Finish Transaction
-/// and consumption answers. The queue is the ledger's (`server_calls`), so a call queued before
+/// Sends the calls the ledger says Stockroom owes the App Store Server API: Finish Transaction,
+/// consumption answers and Set App Account Token. The queue is the ledger's (`server_calls`), so a call queued before
 /// a crash or an outage is sent after it; each call is leased to one sender, so instances
 /// sharing a PostgreSQL ledger send each call once.
 ///
@@ -101,6 +101,12 @@ public struct ServerCallSender: Service, CustomStringConvertible {
             }
             let body = (try? JSONEncoder.sorted.encode(answer)).map { String(decoding: $0, as: UTF8.self) }
             return (await client.sendConsumptionInformation(call.transactionID, environment: call.environment, answer), body)
+        case .appAccountToken:
+            // The body was written with the binding: the account bound then is the one Apple learns.
+            guard let request = UpdateAppAccountTokenRequest(json: call.body) else {
+                return (.refused(status: 0, errorCode: nil, reason: "no app account token queued with the call"), call.body)
+            }
+            return (await client.setAppAccountToken(call.transactionID, environment: call.environment, request), call.body)
         }
     }
 
@@ -109,7 +115,7 @@ public struct ServerCallSender: Service, CustomStringConvertible {
         case .accepted:
             return .sent(body: body)
         case .notFound:
-            return .refused(error: "the App Store does not know this transaction in \(call.environment.rawValue) (4040010)")
+            return .refused(error: "the App Store does not know this transaction in \(call.environment.rawValue) (404)")
         case .refused(let status, let code, let reason):
             return .refused(error: "refused (HTTP \(status)\(code.map { ", \($0)" } ?? "")): \(reason)")
         case .retryLater(let reason, let after):

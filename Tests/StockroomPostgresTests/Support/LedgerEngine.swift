@@ -38,12 +38,15 @@ public struct TestLedger: Sendable {
     /// A fresh ledger on `engine` (a SQLite file in a temporary folder, or a PostgreSQL database
     /// of its own) for the duration of `body`.
     public static func with<Value: Sendable>(
-        _ engine: LedgerEngine, finishOn: FinishTrigger? = nil, _ body: @Sendable (TestLedger) async throws -> Value
+        _ engine: LedgerEngine, finishOn: FinishTrigger? = nil, tellsAppleOfAccounts: Bool = false,
+        _ body: @Sendable (TestLedger) async throws -> Value
     ) async throws -> Value {
         switch engine {
         case .sqlite:
             let folder = try TemporaryFolder()
-            let ledger = SQLiteLedger(database: try SQLiteDatabase(path: folder.path + "/ledger.sqlite"), finishOn: finishOn)
+            let ledger = SQLiteLedger(
+                database: try SQLiteDatabase(path: folder.path + "/ledger.sqlite"), finishOn: finishOn,
+                tellsAppleOfAccounts: tellsAppleOfAccounts)
             let value = try await body(
                 TestLedger(engine: engine, ledger: ledger) { sql in
                     try await ledger.database.writer.write { db in try db.execute(sql: sql) }
@@ -51,7 +54,7 @@ public struct TestLedger: Sendable {
             withExtendedLifetime(folder) {}
             return value
         case .postgres:
-            return try await ScratchPostgres.withLedger(finishOn: finishOn) { ledger in
+            return try await ScratchPostgres.withLedger(finishOn: finishOn, tellsAppleOfAccounts: tellsAppleOfAccounts) { ledger in
                 try await body(
                     TestLedger(engine: engine, ledger: ledger) { sql in
                         _ = try await ledger.database.client.query(PostgresQuery(unsafeSQL: sql)).collect()

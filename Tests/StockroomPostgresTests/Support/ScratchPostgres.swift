@@ -58,12 +58,12 @@ public enum ScratchPostgres {
     /// A ledger on a fresh database, its pool running for `body`. The lease timeout is long: a
     /// loaded test machine is slow, not a lost database (the outage tests pass their own).
     public static func withLedger<Value: Sendable>(
-        checkoutTimeout: Duration = .seconds(30), finishOn: FinishTrigger? = nil, collation: String? = nil,
-        _ body: @Sendable (PostgresLedger) async throws -> Value
+        checkoutTimeout: Duration = .seconds(30), finishOn: FinishTrigger? = nil, tellsAppleOfAccounts: Bool = false,
+        collation: String? = nil, _ body: @Sendable (PostgresLedger) async throws -> Value
     ) async throws -> Value {
         try await withDatabase(collation: collation) { address in
             try await PostgresPool(address: address, poolSize: 4, checkoutTimeout: checkoutTimeout, logger: quiet).running { database in
-                try await body(PostgresLedger(database: database, finishOn: finishOn))
+                try await body(PostgresLedger(database: database, finishOn: finishOn, tellsAppleOfAccounts: tellsAppleOfAccounts))
             }
         }
     }
