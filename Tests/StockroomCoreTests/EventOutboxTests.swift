@@ -14,6 +14,27 @@ import Testing
         try await ledger.events(of: id, limit: 100).map(\.type.rawValue)
     }
 
+    /// An event's body, written directly, is what `JSONEncoder` (sorted keys, slashes as they are)
+    /// writes, byte for byte, whatever the strings hold; and its time is `ISO8601Format()`'s.
+    @Test func anEventBodyIsWhatJSONEncoderWrites() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let awkward = ["plain", "quote \" back \\ slash / é 漢 🎉", "\u{0}\u{1}\u{8}\u{9}\u{A}\u{C}\u{D}\u{1F}\u{7F}", "", "\u{2028}"]
+        for (index, text) in awkward.enumerated() {
+            let body = LedgerEvent.Body(
+                id: "e-\(index)", type: "purchase.revoked", createdAt: "2026-11-27T05:00:00Z", sequence: index + 1, transactionId: text,
+                originalTransactionId: "o", productId: text, bundleId: "b", environment: index % 2 == 0 ? "Production" : nil,
+                appAccountToken: index % 3 == 0 ? nil : "5a3b6c1e-0f4d-4b8a-9c2e-7d1f0a2b3c4d", state: "revoked",
+                detail: index == 1 ? text : nil)
+            #expect(body.json == String(decoding: try encoder.encode(body), as: UTF8.self), "\(text.debugDescription)")
+            #expect(try JSONDecoder().decode(LedgerEvent.Body.self, from: Data(body.json.utf8)) == body)
+        }
+        for seconds in [0.0, 1_800_000_000.75, 4_102_444_799, -86_400 * 365.0] {
+            let date = Date(timeIntervalSince1970: seconds)
+            #expect(RFC3339.utc(date) == date.ISO8601Format())
+        }
+    }
+
     @Test(arguments: LedgerEngine.allCases) func anEventIsWrittenWithItsChangeAndNeverWithoutIt(_ engine: LedgerEngine) async throws {
         try await TestLedger.with(engine, finishOn: .acknowledged) { test in
             try await ServerCallQueueTests.deliver(test.ledger, "1", acknowledge: true)

@@ -91,7 +91,7 @@ import Testing
             let schema = sqliteColumns.filter { $0.table == record.table && "\($0.table).\($0.name)" != "pending_proofs.leased_until" }
             #expect(record.columnNames == schema.map(\.name), "\(record.table)")
         }
-        #expect(sqliteIndexes.count == 16)
+        #expect(sqliteIndexes.count == 15)
         #expect(sqliteIndexes == postgresIndexes)
     }
 

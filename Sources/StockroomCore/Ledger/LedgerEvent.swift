@@ -67,6 +67,31 @@ public struct LedgerEvent: Sendable, Equatable, Codable {
         public var state: String
         /// Why, where there is more to say (a revocation's reason).
         public var detail: String?
+
+        /// The JSON text, keys sorted, as `JSONEncoder` with `.sortedKeys` and
+        /// `.withoutEscapingSlashes` writes it (a test holds the two equal), written directly:
+        /// encoding it took a fifth of a download's decision.
+        public var json: String {
+            var text = "{"
+            func field(_ key: String, _ value: String?) {
+                guard let value else { return }
+                if text.utf8.count > 1 { text += "," }
+                text += "\"" + key + "\":" + value
+            }
+            field("appAccountToken", appAccountToken.map(JSONText.string))
+            field("bundleId", JSONText.string(bundleId))
+            field("createdAt", JSONText.string(createdAt))
+            field("detail", detail.map(JSONText.string))
+            field("environment", environment.map(JSONText.string))
+            field("id", JSONText.string(id))
+            field("originalTransactionId", JSONText.string(originalTransactionId))
+            field("productId", JSONText.string(productId))
+            field("sequence", String(sequence))
+            field("state", JSONText.string(state))
+            field("transactionId", JSONText.string(transactionId))
+            field("type", JSONText.string(type))
+            return text + "}"
+        }
     }
 
     /// A new event about `row` as it stands after the change, `sequence` its place among the
@@ -74,15 +99,11 @@ public struct LedgerEvent: Sendable, Equatable, Codable {
     public static func about(_ row: Fulfilment, type: EventType, sequence: Int, detail: String? = nil, now: Date) -> LedgerEvent {
         let eventID = UUID().uuidString.lowercased()
         let body = Body(
-            id: eventID, type: type.rawValue, createdAt: OperatorJSON.date(now), sequence: sequence, transactionId: row.transactionID,
+            id: eventID, type: type.rawValue, createdAt: RFC3339.utc(now), sequence: sequence, transactionId: row.transactionID,
             originalTransactionId: row.originalTransactionID, productId: row.productID, bundleId: row.bundleID,
             environment: row.environment?.rawValue, appAccountToken: row.appAccountToken, state: row.state.rawValue, detail: detail)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // A body of strings and integers always encodes.
-        let text = (try? encoder.encode(body)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         return LedgerEvent(
-            id: nil, eventID: eventID, type: type, transactionID: row.transactionID, sequence: sequence, body: text, createdAt: now,
+            id: nil, eventID: eventID, type: type, transactionID: row.transactionID, sequence: sequence, body: body.json, createdAt: now,
             fannedOut: false)
     }
 

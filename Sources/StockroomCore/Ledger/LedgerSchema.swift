@@ -148,7 +148,7 @@ public enum LedgerSchema {
                     """
                     CREATE TABLE ledger_events (
                       id \(id),
-                      event_id TEXT NOT NULL UNIQUE,
+                      event_id TEXT NOT NULL,
                       type TEXT NOT NULL,
                       transaction_id TEXT NOT NULL,
                       sequence \(count) NOT NULL CHECK (sequence >= 1),
@@ -157,8 +157,9 @@ public enum LedgerSchema {
                       fanned_out BOOLEAN NOT NULL,
                       UNIQUE (transaction_id, sequence))
                     """,
+                    // Written with every download: an index on the random event ID, or on the time
+                    // (the purge walks IDs oldest first), would cost each write a page.
                     "CREATE INDEX ledger_events_on_fanned_out_id ON ledger_events (fanned_out, id)",
-                    "CREATE INDEX ledger_events_on_created_at ON ledger_events (created_at)",
                     """
                     CREATE TABLE webhook_deliveries (
                       id \(id),
