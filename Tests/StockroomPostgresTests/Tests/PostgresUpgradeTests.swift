@@ -33,7 +33,8 @@ import Testing
                     address,
                     """
                     INSERT INTO server_calls (id, kind, transaction_id, environment, status, attempts, due_at, body, requested_by,
-                      created_at, updated_at) VALUES (\(id), '\(kind)', 't\(id)', 'Production', '\(status)', 2, now(), 'b', 'u', now(), now())
+                      created_at, updated_at)
+                    VALUES (\(id), '\(kind)', 't\(id)', 'Production', '\(status)', 2, now(), 'b', 'u', now(), now())
                     """)
             }
             try await ScratchPostgres.admin(address, "SELECT setval(pg_get_serial_sequence('server_calls', 'id'), 7)")
