@@ -1,28 +1,48 @@
 import Foundation
 
-/// JSON text written directly, for the few bodies built on a hot path: a string as JSON writes it
-/// (quotes, backslash and control characters escaped, `/` left as it is, as `JSONEncoder` with
-/// `.withoutEscapingSlashes` does).
-public enum JSONText {
-    public static func string(_ value: String) -> String {
-        var text = "\""
-        text.reserveCapacity(value.utf8.count + 2)
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case "\u{08}": text += "\\b"
-            case "\u{0C}": text += "\\f"
-            case let control where control.value < 0x20:
-                let hex = String(control.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: text.unicodeScalars.append(scalar)
+/// JSON text written directly into bytes, for the few bodies built on a hot path: strings as JSON
+/// writes them (quotes, backslash and control characters escaped, `/` and everything outside ASCII
+/// left as they are, as `JSONEncoder` with `.withoutEscapingSlashes` does).
+public struct JSONText {
+    public private(set) var bytes: [UInt8] = []
+
+    public init(capacity: Int) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// The text written so far.
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// Appends characters that need no escaping (punctuation, keys, digits).
+    public mutating func raw(_ literal: StaticString) {
+        literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func number(_ value: Int) {
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    /// A JSON string: `value` quoted and escaped.
+    public mutating func string(_ value: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): raw("\\\"")
+            case UInt8(ascii: "\\"): raw("\\\\")
+            case UInt8(ascii: "\n"): raw("\\n")
+            case UInt8(ascii: "\r"): raw("\\r")
+            case UInt8(ascii: "\t"): raw("\\t")
+            case 0x08: raw("\\b")
+            case 0x0C: raw("\\f")
+            case 0..<0x20:
+                func hex(_ nibble: UInt8) -> UInt8 { nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10 }
+                raw("\\u00")
+                bytes.append(hex(byte >> 4))
+                bytes.append(hex(byte & 0xF))
+            default: bytes.append(byte)
             }
         }
-        return text + "\""
+        bytes.append(UInt8(ascii: "\""))
     }
 }
 
