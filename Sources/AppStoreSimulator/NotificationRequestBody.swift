@@ -1,7 +1,8 @@
 /// The body of `POST /sim/notifications`: a V2 notification of `type` about a transaction.
 /// REFUND and REVOKE revoke the transaction first (with `revocationType`, and
 /// `revocationPercentage` in milliunits for `REFUND_PRORATED`); REFUND_REVERSED lifts it.
-/// CONSUMPTION_REQUEST may carry a `consumptionRequestReason`.
+/// CONSUMPTION_REQUEST may carry a `consumptionRequestReason`. RESCIND_CONSENT names the app
+/// download the transaction was made in (`appData`), as Apple's does.
 ///
 /// See https://developer.apple.com/documentation/appstoreservernotifications/notificationtype
 struct NotificationRequestBody: Decodable {

@@ -50,6 +50,14 @@ extension SimulatorState {
             "notificationType": notification.type, "notificationUUID": notification.uuid, "version": "2.0",
             "signedDate": notification.signedDateMilliseconds, "data": data,
         ]
+        // RESCIND_CONSENT names the app download, not a purchase: `appData`, with no `data`.
+        if notification.type == "RESCIND_CONSENT" {
+            payload["data"] = nil
+            payload["appData"] = [
+                "bundleId": notification.transaction.bundleID, "environment": notification.environment.rawValue,
+                "signedAppTransactionInfo": try signedAppTransaction(of: notification.transaction, at: notification.signedDateMilliseconds),
+            ]
+        }
         if let subtype = notification.subtype { payload["subtype"] = subtype }
         do {
             return try signingChain.sign(payload: Array(try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])))

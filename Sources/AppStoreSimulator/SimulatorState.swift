@@ -234,6 +234,31 @@ actor SimulatorState {
         }
         if let appAccountToken = transaction.appAccountToken { payload["appAccountToken"] = appAccountToken }
         if let expires = transaction.expiresDateMilliseconds { payload["expiresDate"] = expires }
+        payload["appTransactionId"] = Self.appTransactionID(of: transaction)
+        do {
+            return try signingChain.sign(payload: Array(try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])))
+        } catch {
+            throw .internal("signing failed: \(error)")
+        }
+    }
+
+    /// The app download a purchase was made in (Apple's `appTransactionId`): one per device, app
+    /// and environment here, as Apple has one per Apple Account and app. Derived, never stored.
+    static func appTransactionID(of transaction: SimulatedTransaction) -> String {
+        let hash = SHA256.hash(Array("\(transaction.deviceID)|\(transaction.bundleID)|\(transaction.environment.rawValue)".utf8))
+        let number = hash.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) } % 1_000_000_000_000_000
+        return String(7_000_000_000_000_000 + number)
+    }
+
+    /// The JWS of the app download `transaction` was made in, as Apple's
+    /// `JWSAppTransactionDecodedPayload`: what RESCIND_CONSENT's `appData` carries.
+    func signedAppTransaction(of transaction: SimulatedTransaction, at now: Int64) throws(SimulatorError) -> String {
+        let payload: [String: Any] = [
+            "appTransactionId": Self.appTransactionID(of: transaction), "bundleId": transaction.bundleID,
+            "receiptType": transaction.environment.rawValue, "applicationVersion": "1", "originalApplicationVersion": "1",
+            "originalPurchaseDate": transaction.originalPurchaseDateMilliseconds, "originalPlatform": "iOS", "receiptCreationDate": now,
+            "signedDate": now,
+        ]
         do {
             return try signingChain.sign(payload: Array(try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])))
         } catch {

@@ -5,7 +5,9 @@ import StockroomCore
 /// verbatim: REFUND and REVOKE (FAMILY_REVOKE included) revoke the purchase; a prorated refund
 /// follows `--prorated-refund`; REFUND_REVERSED lifts the refund's revocation (never an
 /// operator's); ONE_TIME_CHARGE records the entitlement before the app asks; CONSUMPTION_REQUEST
-/// queues one consumption answer per transaction; anything else (REFUND_DECLINED…) is recorded.
+/// queues one consumption answer per transaction; RESCIND_CONSENT records that consent was
+/// withdrawn for an app download, and no consumption answer goes to Apple for its purchases
+/// again (`ConsentRescission`); anything else (REFUND_DECLINED…) is recorded.
 ///
 /// See https://developer.apple.com/documentation/appstoreservernotifications/notificationtype
 extension Entitlements {
@@ -49,6 +51,7 @@ extension Entitlements {
 
     /// Applies what the notification says to the ledger; returns what it did, in words.
     private func effect(of notification: AppStoreNotification) async throws -> String {
+        if notification.notificationType == .rescindConsent { return try await recordRescission(notification) }
         guard let transaction = notification.transaction else { return "recorded" }
         let type = notification.notificationType
         switch type {
@@ -110,6 +113,23 @@ extension Entitlements {
             return "consumption answer queued"
         case .alreadyAnswered: return "consumption answered before: not answered again"
         case .skippedNoConsent: return "no consumption answer: no customer consent on record"
+        case .skippedConsentRescinded: return "no consumption answer: the customer's consent was rescinded"
         }
+    }
+
+    /// RESCIND_CONSENT: the app download its verified `appData` names, recorded once per
+    /// environment. Its purchases' refund requests are answered no more, and an answer already
+    /// queued is not sent (the sender asks the ledger before each one).
+    private func recordRescission(_ notification: AppStoreNotification) async throws -> String {
+        guard let app = notification.verifiedAppTransaction?.payload else { return "recorded: no app transaction" }
+        guard let environment = app.environment else { return "recorded: an app transaction of \(app.receiptType), not the App Store's" }
+        if environment == .sandbox, !policy.allowsSandbox { return "recorded: sandbox purchases are not entitled" }
+        let rescission = ConsentRescission(
+            appTransactionID: app.appTransactionId, environment: environment, bundleID: app.bundleId,
+            notificationUUID: notification.notificationUUID, rescindedAt: now())
+        let recorded = try await ledger.recordConsentRescission(rescission)
+        return recorded
+            ? "consent rescinded for app transaction \(app.appTransactionId): no consumption data is sent for its purchases"
+            : "consent rescinded for app transaction \(app.appTransactionId) before"
     }
 }

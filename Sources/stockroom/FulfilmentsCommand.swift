@@ -131,7 +131,8 @@ struct FulfilmentsCommand: AsyncParsableCommand {
         func run() async throws {
             let ledger = try OperatorContext(options: options).ledger
             guard let row = try await ledger.fulfilment(transactionId) else { fail("no transaction \(transactionId) in the ledger") }
-            let view = OperatorFulfilment(row, attempts: try await ledger.attempts(of: transactionId))
+            let view = OperatorFulfilment(
+                row, attempts: try await ledger.attempts(of: transactionId), rescission: try await ledger.consentRescission(of: row))
             if json {
                 print(OperatorJSON.string(view))
                 return

@@ -77,14 +77,14 @@ import Testing
                     return (columns, indexes)
                 }
         }
-        #expect(sqliteColumns.count == 92, "every column of every table")
+        #expect(sqliteColumns.count == 97, "every column of every table")
         #expect(sqliteColumns == postgresColumns)
         // Each table's columns as its record declares them, once (its CodingKeys), in the schema's
         // order. Apart: the schema's marker table, and a pending proof's lease, which only the
         // statements that lease and settle proofs write (a kept proof carries none).
         let records: [any LedgerRow.Type] = [
             Fulfilment.self, DownloadAttempt.self, PendingProof.self, NotificationRecord.self, ServerCall.self, LedgerEvent.self,
-            WebhookDelivery.self,
+            WebhookDelivery.self, ConsentRescission.self,
         ]
         #expect(Set(records.map { $0.table } + ["stockroom_meta"]) == Set(sqliteColumns.map(\.table)), "every table has its record")
         for record in records {

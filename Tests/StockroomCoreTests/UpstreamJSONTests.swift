@@ -91,6 +91,45 @@ import Testing
         #expect(lookups.hits + lookups.misses == 2, "the notification and its transaction, each once: \(lookups)")
     }
 
+    /// RESCIND_CONSENT's `appData` carries a signed app transaction: verified like a transaction
+    /// (chain, signature, bundle, environment); one that fails refuses the whole notification.
+    @Test func aRescissionsAppTransactionIsVerifiedAndRefusedWhenItIsNotThisApps() throws {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        func notification(app: [String: Any], signer: SigningChain = Self.chain) throws -> String {
+            let info = try signer.sign(payload: Array(try JSONSerialization.data(withJSONObject: app)))
+            let payload: [String: Any] = [
+                "notificationType": "RESCIND_CONSENT", "notificationUUID": "5f2c0000-0000-4000-8000-000000000011", "signedDate": now,
+                "appData": ["bundleId": Self.bundle, "environment": "Sandbox", "signedAppTransactionInfo": info],
+            ]
+            return try Self.chain.sign(payload: Array(try JSONSerialization.data(withJSONObject: payload)))
+        }
+        let app: [String: Any] = [
+            "appTransactionId": 704_000_000_000_123, "bundleId": Self.bundle, "receiptType": "Sandbox", "signedDate": now,
+        ]
+        let verifier = SignedTransactionVerifier(root: Self.chain.root, bundleID: Self.bundle, environment: nil, chains: nil)
+        func failure(_ result: Result<AppStoreNotification, JWSFailure>) -> JWSFailure? {
+            if case .failure(let failure) = result { return failure }
+            return nil
+        }
+        let verified = try AppStoreNotification.verify(try notification(app: app), with: verifier).get()
+        #expect(verified.verifiedAppTransaction?.payload.appTransactionId == "704000000000123")
+        #expect(verified.verifiedAppTransaction?.payload.environment == .sandbox)
+        #expect(verified.transaction == nil)
+        var other = app
+        other["bundleId"] = "com.example.other"
+        #expect(
+            failure(AppStoreNotification.verify(try notification(app: other), with: verifier))
+                == .wrongBundle(expected: Self.bundle, actual: "com.example.other"))
+        let production = SignedTransactionVerifier(root: Self.chain.root, bundleID: Self.bundle, environment: .production, chains: nil)
+        #expect(failure(AppStoreNotification.verify(try notification(app: app), with: production))?.code == "environment_mismatch")
+        #expect(failure(AppStoreNotification.verify(try notification(app: app, signer: try SigningChain()), with: verifier)) != nil)
+        for hostile: Any in ["", String(repeating: "7", count: 65), ["nested"]] {
+            var bad = app
+            bad["appTransactionId"] = hostile
+            #expect(failure(AppStoreNotification.verify(try notification(app: bad), with: verifier)) != nil, "\(hostile)")
+        }
+    }
+
     @Test func anAppleErrorCodeIsAnIntegerOrNothing() {
         func code(_ json: String) -> Int? { AppleErrorBody.of(Array(json.utf8))?.errorCode }
         #expect(code(#"{"errorCode":4040010,"errorMessage":"x"}"#) == 4_040_010)

@@ -77,6 +77,10 @@ public protocol NotificationLog: Sendable {
     func recordNotification(_ notification: NotificationRecord, outcome: String, now: Date) async throws -> Bool
     /// A notification as recorded, with its signed payload verbatim.
     func storedNotification(_ uuid: String) async throws -> NotificationRecord?
+    /// Records RESCIND_CONSENT for an app download; false when it was recorded before.
+    func recordConsentRescission(_ rescission: ConsentRescission) async throws -> Bool
+    /// The rescission recorded for the app download `row`'s signed transaction names, if any.
+    func consentRescission(of row: Fulfilment) async throws -> ConsentRescission?
 }
 
 extension PendingProofQueue {

@@ -139,6 +139,9 @@ extension LedgerArchive {
             delivery.sentAt = delivery.sentAt.map(round)
             return delivery
         }
+        copy.consentRescissions = consentRescissions.map {
+            var rescission = $0; rescission.rescindedAt = round(rescission.rescindedAt); return rescission
+        }
         return copy
     }
 }

@@ -13,12 +13,14 @@ public struct LedgerArchive: Sendable, Equatable {
     public var serverCalls: [ServerCall] = []
     public var events: [LedgerEvent] = []
     public var webhookDeliveries: [WebhookDelivery] = []
+    public var consentRescissions: [ConsentRescission] = []
 
     public init() {}
 
     /// The ledger's tables, in the order an import writes them.
     public static let tables = [
         "fulfilments", "download_attempts", "pending_proofs", "notifications", "server_calls", "ledger_events", "webhook_deliveries",
+        "consent_rescissions",
     ]
 
     /// The statements that write every row, IDs included, in an order that keeps references whole.
@@ -26,6 +28,7 @@ public struct LedgerArchive: Sendable, Equatable {
         fulfilments.map { .insert($0) } + attempts.map { .insert($0) } + pendingProofs.map { .insert($0) }
             + notifications.map { .insert($0) }
             + serverCalls.map { .insert($0) } + events.map { .insert($0) } + webhookDeliveries.map { .insert($0) }
+            + consentRescissions.map { .insert($0) }
     }
 
     /// Rows per table, in the order the file holds them.
@@ -33,7 +36,7 @@ public struct LedgerArchive: Sendable, Equatable {
         [
             "fulfilments": fulfilments.count, "download_attempts": attempts.count, "pending_proofs": pendingProofs.count,
             "notifications": notifications.count, "server_calls": serverCalls.count, "ledger_events": events.count,
-            "webhook_deliveries": webhookDeliveries.count,
+            "webhook_deliveries": webhookDeliveries.count, "consent_rescissions": consentRescissions.count,
         ]
     }
 
@@ -71,6 +74,9 @@ public struct LedgerArchive: Sendable, Equatable {
         try add("server_calls", serverCalls.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
         try add("ledger_events", events.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
         try add("webhook_deliveries", webhookDeliveries.sorted { ($0.id ?? 0) < ($1.id ?? 0) })
+        try add(
+            "consent_rescissions",
+            consentRescissions.sorted { ($0.appTransactionID, $0.environment.rawValue) < ($1.appTransactionID, $1.environment.rawValue) })
         return text
     }
 
@@ -90,6 +96,7 @@ public struct LedgerArchive: Sendable, Equatable {
                 case "server_calls": serverCalls.append(try decoder.decode(Line<ServerCall>.self, from: bytes).row)
                 case "ledger_events": events.append(try decoder.decode(Line<LedgerEvent>.self, from: bytes).row)
                 case "webhook_deliveries": webhookDeliveries.append(try decoder.decode(Line<WebhookDelivery>.self, from: bytes).row)
+                case "consent_rescissions": consentRescissions.append(try decoder.decode(Line<ConsentRescission>.self, from: bytes).row)
                 case let other: throw Malformed(description: "line \(index + 1): unknown table \"\(other)\"")
                 }
             } catch let error as Malformed {

@@ -205,6 +205,19 @@ public enum LedgerSchema {
                         ],
                         constraints: ["UNIQUE (kind, transaction_id)"],
                         indexes: ["CREATE INDEX server_calls_on_status_due_at ON server_calls (status, due_at)"]))),
+            Migration(
+                version: 10, name: "v10: consent rescinded (RESCIND_CONSENT), per app download",
+                statements: [
+                    """
+                    CREATE TABLE consent_rescissions (
+                      app_transaction_id TEXT NOT NULL,
+                      environment TEXT NOT NULL CHECK (environment IN ('Production', 'Sandbox')),
+                      bundle_id TEXT NOT NULL,
+                      notification_uuid TEXT NOT NULL,
+                      rescinded_at \(time) NOT NULL,
+                      PRIMARY KEY (app_transaction_id, environment))
+                    """
+                ]),
         ]
     }
 

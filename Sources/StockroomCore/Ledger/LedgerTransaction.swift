@@ -88,8 +88,17 @@ extension ServerCallQueue where Self: LedgerStatementRunner {
     {
         try await transaction { transaction in
             let row = try transaction.fetch(.fulfilment(transactionID), as: Fulfilment.self).first
-            let call = ServerCall.consumptionAnswer(transactionID, row: row, environment: environment, requestedBy: uuid, now: now)
+            let rescission = try row.flatMap { row in
+                try row.appTransactionID.flatMap { app in
+                    try row.environment.flatMap { environment in
+                        try transaction.fetch(.rescission(of: app, environment: environment), as: ConsentRescission.self).first
+                    }
+                }
+            }
+            let call = ServerCall.consumptionAnswer(
+                transactionID, row: row, rescission: rescission, environment: environment, requestedBy: uuid, now: now)
             guard try transaction.execute(.queue(call)) == 1 else { return .alreadyAnswered }
+            if rescission != nil { return .skippedConsentRescinded }
             return call.status == .queued ? .queued : .skippedNoConsent
         }
     }
@@ -122,6 +131,8 @@ extension LedgerStatementRunner {
             archive.serverCalls = try rows(ServerCall.self, "id")
             archive.events = try rows(LedgerEvent.self, "id")
             archive.webhookDeliveries = try rows(WebhookDelivery.self, "id")
+            archive.consentRescissions = try rows(
+                ConsentRescission.self, "\(dialect.bytewise("app_transaction_id")), \(dialect.bytewise("environment"))")
             return archive
         }
     }

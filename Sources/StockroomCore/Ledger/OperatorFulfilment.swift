@@ -28,6 +28,11 @@ public struct OperatorFulfilment: Encodable, Sendable, Equatable {
     public var revokedByRefundAt: String?
     public var finishedAt: String?
     public var customerConsented: Bool?
+    /// The app download the signed transaction names (Apple's `appTransactionId`), on the detail view.
+    public var appTransactionId: String?
+    /// When consent was rescinded for that download (RESCIND_CONSENT): no consumption data is
+    /// sent for the purchase since, whatever `customerConsented` says. On the detail view.
+    public var consentRescindedAt: String?
     /// The download log, on the detail view only.
     public var downloadAttempts: [Attempt]?
 
@@ -40,7 +45,9 @@ public struct OperatorFulfilment: Encodable, Sendable, Equatable {
         public var range: String?
     }
 
-    public init(_ row: Fulfilment, attempts: [DownloadAttempt]? = nil) {
+    /// The list view (`attempts` nil), or the detail view with the download log and any
+    /// rescission of consent.
+    public init(_ row: Fulfilment, attempts: [DownloadAttempt]? = nil, rescission: ConsentRescission? = nil) {
         let date = OperatorJSON.date
         transactionId = row.transactionID
         originalTransactionId = row.originalTransactionID
@@ -67,6 +74,8 @@ public struct OperatorFulfilment: Encodable, Sendable, Equatable {
         revokedByRefundAt = row.revokedByRefundAt.map(date)
         finishedAt = row.finishedAt.map(date)
         customerConsented = row.customerConsented
+        if attempts != nil { appTransactionId = row.appTransactionID }
+        consentRescindedAt = rescission.map { date($0.rescindedAt) }
         downloadAttempts = attempts?.map { attempt in
             let range = attempt.rangeStart.flatMap { start in attempt.rangeEnd.map { "\(start)-\($0)" } }
             return Attempt(bytes: attempt.bytes, outcome: attempt.outcome.rawValue, at: date(attempt.at), range: range)

@@ -71,12 +71,17 @@ public struct ServerCall: Sendable, Equatable, Codable {
     }
 
     /// The answer owed to a refund request (CONSUMPTION_REQUEST) for `transactionID`, whose row
-    /// (if on record) says whether the customer consented: without consent it is recorded skipped.
+    /// (if on record) says whether the customer consented: without consent, or with consent
+    /// rescinded since (`rescission`), it is recorded skipped.
     public static func consumptionAnswer(
-        _ transactionID: String, row: Fulfilment?, environment: StoreEnvironment, requestedBy uuid: String, now: Date
+        _ transactionID: String, row: Fulfilment?, rescission: ConsentRescission? = nil, environment: StoreEnvironment,
+        requestedBy uuid: String, now: Date
     ) -> ServerCall {
         var call = ServerCall.queued(.consumption, transactionID, environment: row?.environment ?? environment, requestedBy: uuid, now: now)
-        if row?.customerConsented != true {
+        if let rescission {
+            call.status = .skipped
+            call.lastError = rescission.reason
+        } else if row?.customerConsented != true {
             call.status = .skipped
             call.lastError = "no customer consent on record: nothing is sent to Apple"
         }
@@ -164,6 +169,9 @@ public enum ConsumptionQueueing: Sendable, Equatable {
     case alreadyAnswered
     /// No consent from the customer is on record: no call is made, and that is recorded.
     case skippedNoConsent
+    /// Consent was rescinded for the app download the purchase names (RESCIND_CONSENT): no call
+    /// is made, and that is recorded.
+    case skippedConsentRescinded
 }
 
 extension ServerCall {

@@ -16,6 +16,8 @@ public struct AppStoreNotification: Sendable, Equatable {
     public var transaction: SignedTransaction? { verifiedTransaction?.payload }
     /// The nested signed transaction as received, kept as a proof.
     public var signedTransactionInfo: String? { verifiedTransaction?.jws }
+    /// RESCIND_CONSENT's app download (`appData.signedAppTransactionInfo`), verified.
+    public var verifiedAppTransaction: Verified<AppTransaction>?
     /// The chain that signed the outer `signedPayload`, for the revocation step.
     var payloadChain: VerifiedChainCache.Chain?
 
@@ -39,6 +41,12 @@ public struct AppStoreNotification: Sendable, Equatable {
             case .failure(let failure): return .failure(failure)
             }
         }
+        if let info = payload.appData?.signedAppTransactionInfo {
+            switch transactions.verify(info, as: AppTransaction.self) {
+            case .success(let app): notification.verifiedAppTransaction = app
+            case .failure(let failure): return .failure(failure)
+            }
+        }
         return .success(notification)
     }
 }
@@ -54,6 +62,7 @@ struct NotificationPayload: SignedPayload {
     var subtype: NotificationSubtype?
     var notificationUUID: String
     var data: NotificationData?
+    var appData: AppData?
 
     /// Apple's `data`: the app and the signed transaction (unverified here).
     ///
@@ -61,6 +70,14 @@ struct NotificationPayload: SignedPayload {
     struct NotificationData: Decodable {
         var bundleId: String?
         var signedTransactionInfo: String?
+    }
+
+    /// Apple's `appData` (RESCIND_CONSENT): the app and its signed app transaction (unverified here).
+    ///
+    /// See https://developer.apple.com/documentation/appstoreservernotifications/appdata
+    struct AppData: Decodable {
+        var bundleId: String?
+        var signedAppTransactionInfo: String?
     }
 
     init(from decoder: any Decoder) throws {
@@ -72,12 +89,15 @@ struct NotificationPayload: SignedPayload {
             throw DecodingError.dataCorruptedError(forKey: .notificationUUID, in: container, debugDescription: "notificationUUID is empty")
         }
         data = try container.decodeIfPresent(NotificationData.self, forKey: .data)
+        appData = try container.decodeIfPresent(AppData.self, forKey: .appData)
     }
 
-    private enum CodingKeys: String, CodingKey { case notificationType, subtype, notificationUUID, data }
+    private enum CodingKeys: String, CodingKey { case notificationType, subtype, notificationUUID, data, appData }
 
     func mismatch(bundleID: String, environment: StoreEnvironment?) -> JWSFailure? {
-        if let bundle = data?.bundleId, bundle != bundleID { return .wrongBundle(expected: bundleID, actual: bundle) }
+        for bundle in [data?.bundleId, appData?.bundleId].compactMap(\.self) where bundle != bundleID {
+            return .wrongBundle(expected: bundleID, actual: bundle)
+        }
         return nil
     }
 }

@@ -33,7 +33,7 @@ extension VerifiedProof {
 
 extension AppStoreNotification {
     /// `verify(_:with:)` with the revocation step, for the outer payload's chain and the nested
-    /// transaction's.
+    /// transaction's (or app transaction's).
     public static func verifyOnline(_ signedPayload: String, with transactions: SignedTransactionVerifier) async -> Result<
         AppStoreNotification, JWSFailure
     > {
@@ -44,6 +44,7 @@ extension AppStoreNotification {
         }
         if let failure = await transactions.revocationFailure(of: notification.payloadChain) { return .failure(failure) }
         if let failure = await transactions.revocationFailure(of: notification.verifiedTransaction?.chain) { return .failure(failure) }
+        if let failure = await transactions.revocationFailure(of: notification.verifiedAppTransaction?.chain) { return .failure(failure) }
         return .success(notification)
     }
 }

@@ -15,6 +15,7 @@ extension ConsolePages {
         let notifications = try await ledger.notifications(
             transactionID: transactionID, originalTransactionID: row.originalTransactionID, limit: 50)
         let calls = try await ledger.serverCalls(ServerCallListQuery(transactionID: transactionID, limit: 10))
+        let rescission = try await ledger.consentRescission(of: row)
         let id = HTML.escape(row.transactionID)
 
         var body =
@@ -32,7 +33,11 @@ extension ConsolePages {
             ("Bytes sent", HTML.bytes(row.bytesDelivered)),
             ("Safe to finish", row.state.isSafeToFinish ? "yes" : "no"), ("Expires", HTML.time(row.expiresAt)),
             ("Bound to an app account", row.appAccountToken == nil ? "no" : "yes"),
-            ("Consent to share consumption", row.customerConsented.map { $0 ? "yes" : "no" } ?? "not asked"),
+            (
+                "Consent to share consumption",
+                rescission.map { "rescinded \(HTML.time($0.rescindedAt)) (RESCIND_CONSENT): nothing is sent" }
+                    ?? row.customerConsented.map { $0 ? "yes" : "no" } ?? "not asked"
+            ),
         ]
         for (name, value) in facts { body += "<tr><th>\(name)</th><td>\(HTML.escape(value))</td></tr>\n" }
         body += "</table></section>\n<section class=\"card\"><h2>Proof and upstream verdicts</h2><table id=\"verdicts\">\n"

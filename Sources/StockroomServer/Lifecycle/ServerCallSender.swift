@@ -99,6 +99,15 @@ public struct ServerCallSender: Service, CustomStringConvertible {
             guard answer.customerConsented else {
                 return (.refused(status: 0, errorCode: nil, reason: "no customer consent on record"), nil)
             }
+            // Consent rescinded after the answer was queued: it is not sent. A ledger that cannot
+            // say leaves the call queued for the next try.
+            do {
+                if let row, let rescission = try await ledger.consentRescission(of: row) {
+                    return (.refused(status: 0, errorCode: nil, reason: rescission.reason), nil)
+                }
+            } catch {
+                return (.retryLater(reason: "the ledger could not be read: \(error)", after: nil), nil)
+            }
             let body = (try? JSONEncoder.sorted.encode(answer)).map { String(decoding: $0, as: UTF8.self) }
             return (await client.sendConsumptionInformation(call.transactionID, environment: call.environment, answer), body)
         case .appAccountToken:

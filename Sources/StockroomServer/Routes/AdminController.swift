@@ -49,7 +49,7 @@ struct AdminController<Context: RequestContext> {
     @Sendable func show(_ request: Request, context: Context) async throws -> OperatorFulfilment {
         let id = try Self.transactionID(context)
         guard let row = try await ledger.fulfilment(id) else { throw DownloadError.refused(.unknownTransaction(id)) }
-        return OperatorFulfilment(row, attempts: try await ledger.attempts(of: id))
+        return OperatorFulfilment(row, attempts: try await ledger.attempts(of: id), rescission: try await ledger.consentRescission(of: row))
     }
 
     @Sendable func refulfil(_ request: Request, context: Context) async throws -> Reverification {

@@ -31,6 +31,10 @@ import Testing
         #expect(try await ledger.recordNotification(notification, outcome: "revoked", now: now))
         #expect(try await ledger.queueConsumptionAnswer("1", environment: .production, requestedBy: "n-2", now: now) == .skippedNoConsent)
         #expect(try await ledger.fanOut(to: ["backend"], limit: 100, now: now) == 3)
+        let rescission = ConsentRescission(
+            appTransactionID: "704", environment: .sandbox, bundleID: "com.example.app", notificationUUID: "n-3", rescindedAt: now)
+        #expect(try await ledger.recordConsentRescission(rescission))
+        #expect(try await ledger.recordConsentRescission(rescission) == false, "once per app download and environment")
     }
 
     @Test func anExportImportedIntoAnEmptyLedgerGivesTheSameRowsAndBytes() async throws {
@@ -40,7 +44,7 @@ import Testing
             #expect(
                 archive.summary
                     == "2 fulfilments, 1 download_attempts, 1 pending_proofs, 1 notifications, 1 server_calls, 3 ledger_events, "
-                    + "3 webhook_deliveries"
+                    + "3 webhook_deliveries, 1 consent_rescissions"
             )
             #expect(archive.problems.isEmpty, "\(archive.problems)")
             let lines = try archive.jsonLines()
