@@ -1,5 +1,7 @@
 import Foundation
+import GRDB
 import StockroomPostgresTestSupport
+@testable import StockroomSQLite
 import StockroomTestSupport
 import Testing
 @testable import StockroomCore
@@ -246,5 +248,50 @@ import Testing
                 LedgerStatement("SELECT last_error FROM webhook_deliveries WHERE transaction_id = '2' AND sequence = 1", []), as: Row.self)
             #expect(rows.first?.lastError?.hasPrefix("set aside") == true, "\(String(describing: rows.first?.lastError))")
         }
+    }
+
+    /// A SQLite ledger of v10 with events and a delivery: v11 builds the log anew without
+    /// AUTOINCREMENT (whose counter row every insert wrote), keeping every event, its ID, the
+    /// deliveries that reference it (nothing cascades while the table is replaced) and the index
+    /// the fan-out reads; new events' IDs follow the highest.
+    @Test func migratingASQLiteLedgerKeepsEveryEventItsIDAndItsDeliveries() async throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path + "/v10.sqlite"
+        let queue = try DatabaseQueue(path: path)
+        try SQLiteDatabase.migrator.migrate(queue, upTo: "v10: consent rescinded (RESCIND_CONSENT), per app download")
+        try await queue.write { db in
+            for (id, sequence) in [(4, 1), (9, 2)] {
+                try db.execute(
+                    sql: """
+                        INSERT INTO ledger_events (id, event_id, type, transaction_id, sequence, body, created_at, fanned_out)
+                        VALUES (?, ?, 'purchase.verified', 't', ?, '{}', ?, ?)
+                        """,
+                    arguments: [id, "e-\(id)", sequence, Self.now, sequence == 2])
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO webhook_deliveries (event, endpoint, transaction_id, sequence, status, due_at, created_at, updated_at)
+                    VALUES (9, 'backend', 't', 2, 'queued', ?, ?, ?)
+                    """,
+                arguments: [Self.now, Self.now, Self.now])
+        }
+        try queue.close()
+        let ledger = SQLiteLedger(database: try SQLiteDatabase(path: path))
+        #expect(try await ledger.events(of: "t", limit: 10).map(\.id) == [4, 9])
+        #expect(try await ledger.webhookDeliveries(WebhookDeliveryQuery()).map(\.eventID) == ["e-9"])
+        let (schema, counters, indexes) = try await ledger.database.writer.read { db in
+            (
+                try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE name = 'ledger_events'") ?? "",
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_sequence WHERE name = 'ledger_events'") ?? -1,
+                try String.fetchAll(
+                    db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ledger_events' AND sql IS NOT NULL")
+            )
+        }
+        #expect(!schema.contains("AUTOINCREMENT") && schema.contains("UNIQUE (transaction_id, sequence)"))
+        #expect(counters == 0)
+        #expect(indexes == ["ledger_events_on_fanned_out_id"])
+        _ = try await ledger.recordProof(LedgerTests.proof("u"), terms: LedgerTests.download(), now: Self.now)
+        #expect(try await ledger.events(of: "u", limit: 10).map(\.id) == [10], "IDs continue after the highest copied")
+        #expect(try await ledger.fanOut(to: ["backend"], limit: 10, now: Self.now) == 2, "events 4 and 10 were not fanned out")
     }
 }
