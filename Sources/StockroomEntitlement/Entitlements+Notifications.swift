@@ -107,7 +107,10 @@ extension Entitlements {
     private func queueConsumptionAnswer(_ transaction: SignedTransaction, uuid: String) async throws -> String {
         guard serverAPI != nil else { return "no consumption answer: no App Store Server API credentials" }
         let environment = transaction.environment.storeEnvironment ?? .production
-        switch try await ledger.queueConsumptionAnswer(transaction.transactionId, environment: environment, requestedBy: uuid, now: now()) {
+        switch try await ledger.queueConsumptionAnswer(
+            transaction.transactionId, environment: environment, appTransactionID: transaction.appTransactionId, requestedBy: uuid,
+            now: now())
+        {
         case .queued:
             serverCallQueued()
             return "consumption answer queued"
@@ -122,8 +125,8 @@ extension Entitlements {
     /// queued is not sent (the sender asks the ledger before each one).
     private func recordRescission(_ notification: AppStoreNotification) async throws -> String {
         guard let app = notification.verifiedAppTransaction?.payload else { return "recorded: no app transaction" }
+        // Recorded whatever the sandbox policy: a rescission only ever keeps data from Apple.
         guard let environment = app.environment else { return "recorded: an app transaction of \(app.receiptType), not the App Store's" }
-        if environment == .sandbox, !policy.allowsSandbox { return "recorded: sandbox purchases are not entitled" }
         let rescission = ConsentRescission(
             appTransactionID: app.appTransactionId, environment: environment, bundleID: app.bundleId,
             notificationUUID: notification.notificationUUID, rescindedAt: now())

@@ -111,6 +111,31 @@ import Testing
         }
     }
 
+    /// A purchase proved by a receipt names no download on record; the refund request's own signed
+    /// transaction does, and that is what is checked (and kept with the call for the sender).
+    @Test(arguments: LedgerEngine.allCases) func aPurchaseProvedByAReceiptIsMatchedByTheRefundRequestsTransaction(
+        _ engine: LedgerEngine
+    ) async throws {
+        try await DownloadFixture.run(engine: engine) { fixture in
+            let purchase = try await fixture.control.purchase(["productId": DownloadFixture.book, "deviceId": "child-ipod"])
+            let body: [String: Any] = ["productId": DownloadFixture.book, "receiptData": purchase.receiptData, "consent": true]
+            let response = try await fixture.client.execute(
+                uri: "/v1/downloads", method: .post, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)))
+            #expect(response.status == .ok)
+            let row = try #require(try await fixture.ledger.fulfilment(purchase.transactionId))
+            #expect(row.proofKind == .receipt && row.appTransactionID == nil && row.customerConsented == true)
+            #expect(
+                try await LifecycleTests.deliver(fixture, try await Self.rescind(fixture, naming: purchase.transactionId)).status == .ok)
+            let request = try await LifecycleTests.mint(fixture, ["type": "CONSUMPTION_REQUEST", "transactionId": purchase.transactionId])
+            #expect(try await LifecycleTests.deliver(fixture, request).status == .ok)
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await Self.answers(fixture, purchase.transactionId) == 0)
+            let call = try #require(try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .consumption)).first)
+            #expect(call.status == .skipped && call.lastError?.contains("consent was rescinded") == true)
+            #expect(call.appTransactionID?.isEmpty == false)
+        }
+    }
+
     @Test func aRescissionForAnotherAppIsRefusedAndRecordsNothing() async throws {
         try await DownloadFixture.run { fixture in
             let stranger = try await fixture.control.purchase(["productId": DownloadFixture.book, "bundleId": "com.example.other"])

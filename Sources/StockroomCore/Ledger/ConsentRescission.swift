@@ -49,14 +49,33 @@ extension Fulfilment {
         guard parts.count == 3, var text = Optional(String(parts[1])) else { return nil }
         text = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         text += String(repeating: "=", count: (4 - text.utf8.count % 4) % 4)
-        guard let data = Data(base64Encoded: text),
-            let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-        else { return nil }
-        switch object["appTransactionId"] {
-        case let text as String where !text.isEmpty: return text
-        case let number as NSNumber: return number.stringValue
-        default: return nil
+        guard let data = Data(base64Encoded: text) else { return nil }
+        return (try? JSONDecoder().decode(AppTransactionReference.self, from: data))?.appTransactionId
+    }
+}
+
+/// The app download a signed payload names, read as `AppTransaction` and `SignedTransaction`
+/// read it (`appTransactionID(_:)`), so the two sides always compare the same text.
+struct AppTransactionReference: Decodable {
+    var appTransactionId: String?
+
+    private enum CodingKeys: String, CodingKey { case appTransactionId }
+
+    init(from decoder: any Decoder) throws {
+        appTransactionId = try decoder.container(keyedBy: CodingKeys.self).appTransactionID(.appTransactionId)
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// Apple's `appTransactionId`: a string (or a whole number) of 1 to 64 characters; anything
+    /// else is not an ID (nil when absent).
+    func appTransactionID(_ key: Key) throws -> String? {
+        guard contains(key), try !decodeNil(forKey: key) else { return nil }
+        let value = try decodeLenientString(key)
+        guard !value.isEmpty, value.utf8.count <= 64 else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "appTransactionId must be 1 to 64 characters")
         }
+        return value
     }
 }
 
@@ -77,8 +96,15 @@ extension NotificationLog where Self: LedgerStatementRunner {
         try await execute(.record(rescission)) == 1
     }
 
+    public func consentRescission(of appTransactionID: String, environment: StoreEnvironment) async throws -> ConsentRescission? {
+        try await fetch(.rescission(of: appTransactionID, environment: environment), as: ConsentRescission.self).first
+    }
+}
+
+extension NotificationLog {
+    /// The rescission recorded for the app download `row`'s signed transaction names, if any.
     public func consentRescission(of row: Fulfilment) async throws -> ConsentRescission? {
         guard let app = row.appTransactionID, let environment = row.environment else { return nil }
-        return try await fetch(.rescission(of: app, environment: environment), as: ConsentRescission.self).first
+        return try await consentRescission(of: app, environment: environment)
     }
 }

@@ -56,10 +56,12 @@ public protocol PendingProofQueue: Sendable {
 
 /// Calls owed to the App Store Server API: a durable queue, leased to one sender at a time.
 public protocol ServerCallQueue: Sendable {
-    /// A refund request (CONSUMPTION_REQUEST) for `transactionID`: queues one consumption
-    /// answer per transaction, or records that none is sent because no consent is on record.
-    func queueConsumptionAnswer(_ transactionID: String, environment: StoreEnvironment, requestedBy uuid: String, now: Date) async throws
-        -> ConsumptionQueueing
+    /// A refund request (CONSUMPTION_REQUEST) for `transactionID`, whose signed transaction names
+    /// the app download `appTransactionID`: queues one consumption answer per transaction, or
+    /// records that none is sent because no consent is on record or it was rescinded.
+    func queueConsumptionAnswer(
+        _ transactionID: String, environment: StoreEnvironment, appTransactionID: String?, requestedBy uuid: String, now: Date
+    ) async throws -> ConsumptionQueueing
     /// Up to `limit` queued calls that are due and that no other sender holds, oldest first,
     /// now held by the caller until `until`.
     func leaseServerCalls(limit: Int, until: Date, now: Date) async throws -> [ServerCall]
@@ -79,8 +81,17 @@ public protocol NotificationLog: Sendable {
     func storedNotification(_ uuid: String) async throws -> NotificationRecord?
     /// Records RESCIND_CONSENT for an app download; false when it was recorded before.
     func recordConsentRescission(_ rescission: ConsentRescission) async throws -> Bool
-    /// The rescission recorded for the app download `row`'s signed transaction names, if any.
-    func consentRescission(of row: Fulfilment) async throws -> ConsentRescission?
+    /// The rescission recorded for the app download `appTransactionID` in `environment`, if any.
+    func consentRescission(of appTransactionID: String, environment: StoreEnvironment) async throws -> ConsentRescission?
+}
+
+extension ServerCallQueue {
+    /// A refund request whose transaction names no app download.
+    public func queueConsumptionAnswer(_ transactionID: String, environment: StoreEnvironment, requestedBy uuid: String, now: Date)
+        async throws -> ConsumptionQueueing
+    {
+        try await queueConsumptionAnswer(transactionID, environment: environment, appTransactionID: nil, requestedBy: uuid, now: now)
+    }
 }
 
 extension PendingProofQueue {

@@ -216,7 +216,8 @@ public enum LedgerSchema {
                       notification_uuid TEXT NOT NULL,
                       rescinded_at \(time) NOT NULL,
                       PRIMARY KEY (app_transaction_id, environment))
-                    """
+                    """,
+                    "ALTER TABLE server_calls ADD COLUMN app_transaction_id TEXT",
                 ]),
             Migration(
                 version: 11, name: "v11: the event log's IDs without SQLite's AUTOINCREMENT counter",

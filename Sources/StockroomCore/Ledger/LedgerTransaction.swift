@@ -83,20 +83,20 @@ extension PendingProofQueue where Self: LedgerStatementRunner {
 }
 
 extension ServerCallQueue where Self: LedgerStatementRunner {
-    public func queueConsumptionAnswer(_ transactionID: String, environment: StoreEnvironment, requestedBy uuid: String, now: Date)
-        async throws -> ConsumptionQueueing
-    {
+    public func queueConsumptionAnswer(
+        _ transactionID: String, environment: StoreEnvironment, appTransactionID: String?, requestedBy uuid: String, now: Date
+    ) async throws -> ConsumptionQueueing {
         try await transaction { transaction in
             let row = try transaction.fetch(.fulfilment(transactionID), as: Fulfilment.self).first
-            let rescission = try row.flatMap { row in
-                try row.appTransactionID.flatMap { app in
-                    try row.environment.flatMap { environment in
-                        try transaction.fetch(.rescission(of: app, environment: environment), as: ConsentRescission.self).first
-                    }
-                }
+            // The request's own signed transaction names the download; the proof on record (a
+            // receipt, or a JWS signed before Apple added the field) may not.
+            let app = appTransactionID ?? row?.appTransactionID
+            let rescission = try app.flatMap { app in
+                try transaction.fetch(.rescission(of: app, environment: row?.environment ?? environment), as: ConsentRescission.self).first
             }
             let call = ServerCall.consumptionAnswer(
-                transactionID, row: row, rescission: rescission, environment: environment, requestedBy: uuid, now: now)
+                transactionID, row: row, appTransactionID: app, rescission: rescission, environment: environment, requestedBy: uuid,
+                now: now)
             guard try transaction.execute(.queue(call)) == 1 else { return .alreadyAnswered }
             if rescission != nil { return .skippedConsentRescinded }
             return call.status == .queued ? .queued : .skippedNoConsent

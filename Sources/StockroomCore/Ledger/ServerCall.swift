@@ -28,6 +28,9 @@ public struct ServerCall: Sendable, Equatable, Codable {
     public var body: String?
     /// The notification that asked for it (consumption answers).
     public var requestedBy: String?
+    /// The app download the refund request's signed transaction names (consumption answers):
+    /// checked for a rescinded consent when the request comes and again before the answer is sent.
+    public var appTransactionID: String? = nil
     public var createdAt: Date
     public var updatedAt: Date
     public var sentAt: Date?
@@ -59,6 +62,7 @@ public struct ServerCall: Sendable, Equatable, Codable {
         case id, kind, transactionID = "transaction_id", environment, status, attempts, dueAt = "due_at"
         case leasedUntil = "leased_until", lastError = "last_error", body, requestedBy = "requested_by"
         case createdAt = "created_at", updatedAt = "updated_at", sentAt = "sent_at"
+        case appTransactionID = "app_transaction_id"
     }
 
     /// A new queued call, due now.
@@ -67,17 +71,19 @@ public struct ServerCall: Sendable, Equatable, Codable {
     {
         ServerCall(
             id: nil, kind: kind, transactionID: transactionID, environment: environment, status: .queued, attempts: 0, dueAt: now,
-            leasedUntil: nil, lastError: nil, body: nil, requestedBy: requestedBy, createdAt: now, updatedAt: now, sentAt: nil)
+            leasedUntil: nil, lastError: nil, body: nil, requestedBy: requestedBy, appTransactionID: nil, createdAt: now, updatedAt: now,
+            sentAt: nil)
     }
 
     /// The answer owed to a refund request (CONSUMPTION_REQUEST) for `transactionID`, whose row
     /// (if on record) says whether the customer consented: without consent, or with consent
     /// rescinded since (`rescission`), it is recorded skipped.
     public static func consumptionAnswer(
-        _ transactionID: String, row: Fulfilment?, rescission: ConsentRescission? = nil, environment: StoreEnvironment,
-        requestedBy uuid: String, now: Date
+        _ transactionID: String, row: Fulfilment?, appTransactionID: String? = nil, rescission: ConsentRescission? = nil,
+        environment: StoreEnvironment, requestedBy uuid: String, now: Date
     ) -> ServerCall {
         var call = ServerCall.queued(.consumption, transactionID, environment: row?.environment ?? environment, requestedBy: uuid, now: now)
+        call.appTransactionID = appTransactionID ?? row?.appTransactionID
         if let rescission {
             call.status = .skipped
             call.lastError = rescission.reason

@@ -19,11 +19,11 @@ public struct AppTransaction: SignedPayload, Equatable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        appTransactionId = try container.decodeLenientString(.appTransactionId)
-        guard !appTransactionId.isEmpty, appTransactionId.utf8.count <= 64 else {
-            throw DecodingError.dataCorruptedError(
-                forKey: .appTransactionId, in: container, debugDescription: "appTransactionId must be 1 to 64 characters")
+        guard let app = try container.appTransactionID(.appTransactionId) else {
+            throw DecodingError.valueNotFound(
+                String.self, .init(codingPath: [CodingKeys.appTransactionId], debugDescription: "appTransactionId is required"))
         }
+        appTransactionId = app
         bundleId = try container.decode(String.self, forKey: .bundleId)
         receiptType = try container.decode(String.self, forKey: .receiptType)
         guard let signed = try container.decodeMilliseconds(.signedDate) else {

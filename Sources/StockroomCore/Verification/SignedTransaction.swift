@@ -26,10 +26,14 @@ public struct SignedTransaction: SignedPayload, Equatable {
     /// The share refunded by a prorated refund, in thousandths of a percent (0…100000).
     /// See https://developer.apple.com/documentation/appstoreserverapi/revocationpercentage
     public var revocationPercentage: Int?
+    /// The app download the purchase was made in (Apple's `appTransactionId`); nil when Apple
+    /// did not sign one, or signed something that is not an ID.
+    public var appTransactionId: String?
 
     enum CodingKeys: String, CodingKey {
         case transactionId, originalTransactionId, productId, bundleId, purchaseDate, type, environment
         case revocationDate, revocationReason, appAccountToken, signedDate, expiresDate, revocationType, revocationPercentage
+        case appTransactionId
     }
 
     /// Every millisecond field is converted with checks: a non-finite, fractional-overflowing or
@@ -66,6 +70,7 @@ public struct SignedTransaction: SignedPayload, Equatable {
         {
             revocationPercentage = Int(exactly: percentage.rounded())
         }
+        appTransactionId = try? container.appTransactionID(.appTransactionId)
     }
 
     /// Whether a subscription has ended at `now`; purchases without expiry never do.

@@ -88,7 +88,23 @@ public struct ServerCallSender: Service, CustomStringConvertible {
         case .finish:
             return (await client.finishTransaction(call.transactionID, environment: call.environment), nil)
         case .consumption:
-            let row = try? await ledger.fulfilment(call.transactionID)
+            // A ledger that cannot be read leaves the call queued for the next try: neither "no
+            // consent" nor "not rescinded" is assumed.
+            let row: Fulfilment?
+            let rescission: ConsentRescission?
+            do {
+                row = try await ledger.fulfilment(call.transactionID)
+                let environment = row?.environment ?? call.environment
+                if let app = call.appTransactionID ?? row?.appTransactionID {
+                    rescission = try await ledger.consentRescission(of: app, environment: environment)
+                } else {
+                    rescission = nil
+                }
+            } catch {
+                return (.retryLater(reason: "the ledger could not be read: \(error)", after: nil), nil)
+            }
+            // Consent rescinded after the answer was queued: it is not sent.
+            if let rescission { return (.refused(status: 0, errorCode: nil, reason: rescission.reason), nil) }
             // One indexed query for this transaction's kept proofs (both ledgers answer it).
             let kept = try? await ledger.pendingProofs(keptUnder: call.transactionID, limit: PendingProof.perTransaction)
             let pending = kept?.contains { $0.status == .pending } ?? false
@@ -98,15 +114,6 @@ public struct ServerCallSender: Service, CustomStringConvertible {
                 contentHandedOff: contentHandedOff)
             guard answer.customerConsented else {
                 return (.refused(status: 0, errorCode: nil, reason: "no customer consent on record"), nil)
-            }
-            // Consent rescinded after the answer was queued: it is not sent. A ledger that cannot
-            // say leaves the call queued for the next try.
-            do {
-                if let row, let rescission = try await ledger.consentRescission(of: row) {
-                    return (.refused(status: 0, errorCode: nil, reason: rescission.reason), nil)
-                }
-            } catch {
-                return (.retryLater(reason: "the ledger could not be read: \(error)", after: nil), nil)
             }
             let body = (try? JSONEncoder.sorted.encode(answer)).map { String(decoding: $0, as: UTF8.self) }
             return (await client.sendConsumptionInformation(call.transactionID, environment: call.environment, answer), body)
