@@ -194,6 +194,7 @@ let package = Package(
             name: "StockroomTestSupport",
             dependencies: [
                 "StockroomCore",
+                "AppStoreSimulator",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -1,7 +1,6 @@
 import AppStoreSimulator
 import Foundation
 import StockroomCore
-import StockroomTestSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -17,29 +16,33 @@ import Synchronization
 ///
 /// Leaves: `good` (listed valid), `revoked` (listed revoked), `unknown` (not listed), `down`
 /// (its AIA names a loopback port nobody listens on), `rogue` (its AIA names the rogue responder).
-final class OCSPResponderFixture: Sendable {
-    static let bundle = "com.example.stockroom.demo"
-    static let leafNames = ["good", "revoked", "unknown", "down", "rogue"]
+public final class OCSPResponderFixture: Sendable {
+    public static let bundle = "com.example.stockroom.demo"
+    /// The product the fixture's transactions name unless told.
+    public static let product = "com.example.stockroom.demo.book1"
+    public static let leafNames = ["good", "revoked", "unknown", "down", "rogue"]
 
-    let folder: TemporaryFolder
-    let root: Certificate
-    let intermediate: Certificate
-    let leaves: [String: (key: ECPrivateKey, certificate: Certificate)]
+    public let folder: TemporaryFolder
+    public let root: Certificate
+    public let intermediate: Certificate
+    public let leaves: [String: (key: ECPrivateKey, certificate: Certificate)]
+    /// The root's PEM file, as `--trust-root` takes it.
+    public var rootPath: String { folder.path + "/root.pem" }
     /// The intermediate's responder (the leaves' AIA).
-    let leafResponder: Responder
+    public let leafResponder: Responder
     /// The root's responder (the intermediate's AIA).
-    let rootResponder: Responder
-    let rogueResponder: Responder
+    public let rootResponder: Responder
+    public let rogueResponder: Responder
 
     /// One `openssl ocsp` child: its port, and the log that names each request it got.
-    struct Responder: Sendable {
-        let process: ChildProcess
-        let port: Int
-        let log: String
+    public struct Responder: Sendable {
+        public let process: ChildProcess
+        public let port: Int
+        public let log: String
     }
 
     /// `nextUpdateMinutes`: the responders' `-nmin` (nil: answers without `nextUpdate`).
-    static func start(nextUpdateMinutes: Int? = 1) async throws -> OCSPResponderFixture {
+    public static func start(nextUpdateMinutes: Int? = 1) async throws -> OCSPResponderFixture {
         let folder = try TemporaryFolder()
         try folder.write(
             "leaves.txt",
@@ -125,18 +128,20 @@ final class OCSPResponderFixture: Sendable {
     }
 
     /// A StoreKit 2 signed transaction signed by the leaf `name`, `x5c` leaf, intermediate, root.
-    func signedTransaction(by name: String, transactionID: String = "2000000000000001") throws -> String {
-        try jws(by: name, payload: Self.transaction(transactionID))
+    public func signedTransaction(by name: String, transactionID: String = "2000000000000001", productID: String = product) throws
+        -> String
+    {
+        try jws(by: name, payload: Self.transaction(transactionID, productID: productID))
     }
 
-    func jws(by name: String, payload: [UInt8]) throws -> String {
+    public func jws(by name: String, payload: [UInt8]) throws -> String {
         let leaf = leaves[name]!
         return try SigningChain.jws(payload: payload, key: leaf.key, x5c: [leaf.certificate, intermediate, root])
     }
 
-    static func transaction(_ transactionID: String) -> [UInt8] {
+    public static func transaction(_ transactionID: String, productID: String = product) -> [UInt8] {
         let object: [String: Any] = [
-            "transactionId": transactionID, "originalTransactionId": transactionID, "productId": "com.example.stockroom.demo.book1",
+            "transactionId": transactionID, "originalTransactionId": transactionID, "productId": productID,
             "bundleId": bundle, "purchaseDate": 1_790_000_000_000, "type": "Non-Consumable", "environment": "Production",
             "signedDate": Date().timeIntervalSince1970 * 1000,
         ]
@@ -144,7 +149,7 @@ final class OCSPResponderFixture: Sendable {
     }
 
     /// A verifier trusting this CA's root, its revocation step under `policy` on `clock`.
-    func verifier(_ policy: RevocationPolicy, clock: OCSPTestClock = OCSPTestClock(), limits: OCSPRevocationChecker.Limits = .init())
+    public func verifier(_ policy: RevocationPolicy, clock: OCSPTestClock = OCSPTestClock(), limits: OCSPRevocationChecker.Limits = .init())
         -> SignedTransactionVerifier
     {
         var verifier = SignedTransactionVerifier(root: root, bundleID: Self.bundle, environment: nil)
@@ -153,7 +158,7 @@ final class OCSPResponderFixture: Sendable {
     }
 
     /// The OCSP requests a responder got, as its log names them (each logged before it is answered).
-    static func asked(_ responder: Responder) -> Int {
+    public static func asked(_ responder: Responder) -> Int {
         let log = (try? String(contentsOfFile: responder.log, encoding: .utf8)) ?? ""
         return log.components(separatedBy: "Received request").count - 1
     }
@@ -232,13 +237,14 @@ final class OCSPResponderFixture: Sendable {
 }
 
 /// A clock a test moves by hand.
-final class OCSPTestClock: Sendable {
+public final class OCSPTestClock: Sendable {
     private let current = Mutex(Date())
-    var now: Date { current.withLock { $0 } }
-    func advance(_ seconds: TimeInterval) { current.withLock { $0 += seconds } }
+    public init() {}
+    public var now: Date { current.withLock { $0 } }
+    public func advance(_ seconds: TimeInterval) { current.withLock { $0 += seconds } }
 }
 
-struct OCSPFixtureError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct OCSPFixtureError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
