@@ -49,7 +49,8 @@ enum DownloadError: APIError {
         case .badRequest(let detail): detail
         case .unknownProduct(let id): "No product \"\(id)\" in the catalogue."
         case .refused(let refusal): refusal.description
-        case .upstreamUnavailable: "The App Store could not be reached; the receipt is kept. Retry later."
+        case .upstreamUnavailable:
+            "The App Store (or, under --ocsp hard, its certificates' OCSP responder) could not be reached. Retry later."
         case .rateLimited: "Too many requests that reach the App Store from this address. Retry later."
         case .busy: "Too many downloads at once. Retry later."
         }
