@@ -250,6 +250,18 @@ import Testing
         }
     }
 
+    /// A delivery is sent with its own event's body only: should the ID it names belong to another
+    /// transaction's event (an ID SQLite reused after a purge), the lease hands it out with no body.
+    @Test(arguments: LedgerEngine.allCases) func aDeliveryWhoseEventIDNowNamesAnotherEventIsNotSent(_ engine: LedgerEngine) async throws {
+        try await TestLedger.with(engine) { test in
+            try await ServerCallQueueTests.deliver(test.ledger, "1", acknowledge: false)
+            #expect(try await test.ledger.fanOut(to: ["a"], limit: 100, now: Self.now) == 2)
+            try await test.execute("UPDATE ledger_events SET transaction_id = 'someone-else' WHERE sequence = 1")
+            let leased = try await test.ledger.leaseWebhookDeliveries(endpoint: "a", limit: 10, until: Self.now + 60, now: Self.now)
+            #expect(leased.isEmpty, "\(leased.map(\.delivery.sequence))")
+        }
+    }
+
     /// A SQLite ledger of v10 with events and a delivery: v11 builds the log anew without
     /// AUTOINCREMENT (whose counter row every insert wrote), keeping every event, its ID, the
     /// deliveries that reference it (nothing cascades while the table is replaced) and the index

@@ -97,7 +97,8 @@ extension LedgerStatement {
     /// The events with these IDs.
     static func eventBodies(_ ids: [Int64]) -> LedgerStatement {
         let placeholders = ids.indices.map { "?\($0 + 1)" }.joined(separator: ", ")
-        return LedgerStatement("SELECT id, event_id, type, body, created_at FROM ledger_events WHERE id IN (\(placeholders))", ids)
+        return LedgerStatement(
+            "SELECT id, event_id, type, transaction_id, sequence, body, created_at FROM ledger_events WHERE id IN (\(placeholders))", ids)
     }
 
     /// One delivery.
@@ -213,12 +214,14 @@ struct EventBody: LedgerRecord {
     var id: Int64
     var eventID: String
     var type: String
+    var transactionID: String
+    var sequence: Int
     var body: String
     var createdAt: Date
 
     init(row: some LedgerCells) throws {
         (id, eventID, type, body) = (try row["id"], try row["event_id"], try row["type"], try row["body"])
-        createdAt = try row["created_at"]
+        (transactionID, sequence, createdAt) = (try row["transaction_id"], try row["sequence"], try row["created_at"])
     }
 }
 
@@ -298,8 +301,11 @@ extension EventOutbox where Self: LedgerStatementRunner {
         let bodies = try await fetch(.eventBodies(deliveries.map(\.event)), as: EventBody.self)
         let byID = Dictionary(bodies.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         return deliveries.sorted { ($0.dueAt, $0.id ?? 0) < ($1.dueAt, $1.id ?? 0) }.compactMap { delivery in
-            // The event is deleted with its deliveries: one missing was purged after this lease; it is not sent.
-            guard let event = byID[delivery.event] else { return nil }
+            // The event is deleted with its deliveries: one missing was purged after this lease; it is
+            // not sent. Nor is one whose ID a later event took since (SQLite reuses the highest rowid
+            // once it is purged): the delivery names its transaction and sequence, and they must match.
+            guard let event = byID[delivery.event], event.transactionID == delivery.transactionID, event.sequence == delivery.sequence
+            else { return nil }
             return LeasedDelivery(
                 delivery: delivery, eventID: event.eventID, type: event.type, body: event.body, eventCreatedAt: event.createdAt)
         }
