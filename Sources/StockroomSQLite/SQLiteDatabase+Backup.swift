@@ -11,6 +11,11 @@ extension SQLiteDatabase {
     public struct Backup: Sendable, Equatable {
         public var bytes: Int64
         public var fulfilments: Int
+        /// Whether `verify` read the copy's rows. Not for a ledger its server has not yet migrated
+        /// to this build's schema (a binary upgraded before the server restarted): its rows are
+        /// read once the server migrates it, and the copy stays as the old build wrote it, so the
+        /// old build can restore it.
+        public var rowsChecked = true
     }
 
     /// Why a backup was not taken.
@@ -66,9 +71,11 @@ extension SQLiteDatabase {
             try source.close()
             let copy = try DatabaseQueue(path: temporary)
             let fulfilments: Int
+            let current: Bool
             do {
                 fulfilments = try Self.check(copy)
-                try await verify(SQLiteLedger(database: SQLiteDatabase(unmigrated: copy)))
+                current = try await copy.read { try Self.migrator.hasCompletedMigrations($0) }
+                if current { try await verify(SQLiteLedger(database: SQLiteDatabase(unmigrated: copy))) }
                 try copy.close()
             } catch {
                 try? copy.close()
@@ -78,7 +85,7 @@ extension SQLiteDatabase {
             guard rename(temporary, target.path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             try Self.flush(folder)
             let size = (try FileManager.default.attributesOfItem(atPath: target.path)[.size] as? NSNumber)?.int64Value ?? 0
-            return Backup(bytes: size, fulfilments: fulfilments)
+            return Backup(bytes: size, fulfilments: fulfilments, rowsChecked: current)
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
             throw error

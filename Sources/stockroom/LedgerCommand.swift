@@ -72,7 +72,10 @@ struct LedgerCommand: AsyncParsableCommand {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             print(
                 "backed up \(configuration.databaseLocation) to \(path): \(backup.fulfilments) fulfilments, \(backup.bytes) bytes, "
-                    + String(format: "%.2f s", seconds))
+                    + String(format: "%.2f s", seconds)
+                    + (backup.rowsChecked
+                        ? ""
+                        : " (pages checked; rows not: the ledger's schema is older than this build's, its server migrates it on start)"))
         }
     }
 

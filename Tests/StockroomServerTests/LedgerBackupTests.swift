@@ -2,7 +2,8 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import StockroomCore
-import StockroomSQLite
+import GRDB
+@testable import StockroomSQLite
 import StockroomTestSupport
 import Synchronization
 import Testing
@@ -83,6 +84,29 @@ import Testing
             }
             #expect(try await fixture.control.calls().total == upstreamCalls, "served from the copy's record")
         }
+    }
+
+    /// The binary is upgraded before its server restarts: the nightly backup meets a ledger at the
+    /// old schema. It is copied as it is (restorable by the old build), its pages checked, its rows
+    /// left for the server that migrates it, and the report says so.
+    @Test func aLedgerItsServerHasNotMigratedYetIsBackedUpAsItIs() async throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path + "/v9.sqlite"
+        let queue = try DatabaseQueue(path: path)
+        try SQLiteDatabase.migrator.migrate(queue, upTo: "v9: calls owed to Apple include Set App Account Token")
+        try queue.close()
+        let backup = try await SQLiteDatabase.backup(path: path, to: folder.path + "/copy.sqlite") { _ in
+            Issue.record("the rows of a ledger at an older schema are not read")
+        }
+        #expect(!backup.rowsChecked && backup.fulfilments == 0)
+        let copy = try DatabaseQueue(path: folder.path + "/copy.sqlite")
+        #expect(
+            try await copy.read { try SQLiteDatabase.migrator.completedMigrations($0).last }
+                == "v9: calls owed to Apple include Set App Account Token")
+        try copy.close()
+        let report = try await StockroomProcess.run(
+            try StockroomProcess.binary(), ["ledger", "backup", "--database", path, folder.path + "/again.sqlite"], environment: [:])
+        #expect(report.hasPrefix("backed up ") && report.contains("rows not: the ledger's schema is older"), "\(report)")
     }
 
     @Test func aBackupOverTheLedgerItselfOrIntoNoFolderIsRefusedAndTheLedgerIsUnchanged() async throws {
