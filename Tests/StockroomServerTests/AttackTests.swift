@@ -193,6 +193,7 @@ import Testing
             #expect(
                 try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction, "appAccountToken": owner])
                     .status == .ok)
+            #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
             let before = try await fixture.settledSnapshot()
             // Known now: the fast path checks the account too.
             let again = try await fixture.post(["productId": Self.cheap, "signedTransaction": purchase.signedTransaction])
