@@ -16,8 +16,9 @@ public struct ContentResponder<Store: ContentStore>: Sendable {
 
     /// The response to `request` for `representation`, with `extraHeaders` added.
     ///
-    /// `onFinish` runs once the body has been written or has failed (a client that went away),
-    /// with what was sent; it is not called for HEAD, which gets the headers of GET and no body.
+    /// `onFinish` runs once the body has been written or has failed (a client that went away, or
+    /// content that could not be read: a `ContentError`, reported as Stockroom's failure), with
+    /// what was sent; it is not called for HEAD, which gets the headers of GET and no body.
     /// `prepared` is the content as `store.prepare` already checked it (the download routes check
     /// it before the ledger hears of the download); nil checks it here. `direct` is the
     /// connection's way below Hummingbird's writer (`DirectBody.of(channel)`), nil to write
@@ -75,7 +76,10 @@ public struct ContentResponder<Store: ContentStore>: Sendable {
                 try await writer.finish(nil)
                 await onFinish?(DeliveryReport(range: range, bytesSent: sent.load(ordering: .relaxed), complete: true))
             } catch {
-                await onFinish?(DeliveryReport(range: range, bytesSent: sent.load(ordering: .relaxed), complete: false))
+                // The content's own failure (the store down or cut off, bytes failing their check,
+                // the file changed) is Stockroom's side; anything else is the connection's.
+                let ending: DeliveryEnding = error is ContentError ? .server : .client
+                await onFinish?(DeliveryReport(range: range, bytesSent: sent.load(ordering: .relaxed), ending: ending))
                 throw error
             }
         }

@@ -136,11 +136,9 @@ public func buildApplication(
             pendingProofs: configuration.pendingProofBounds),
         gate: configuration.upstreamRateLimiter(), logger: logger)
     let sender = trust.serverAPI.map { client in
-        var sender = ServerCallSender(
+        ServerCallSender(
             ledger: ledger, client: client, catalog: catalogStore, refundPreference: configuration.refundPreference,
             interval: configuration.serverCallInterval, logger: logger)
-        sender.contentHandedOff = objects != nil && configuration.contentDelivery == .redirect
-        return sender
     }
     if let sender { entitlements.serverCallQueued = { sender.wake() } }
     NotificationController(entitlements: entitlements).addRoutes(to: router.group("v1"))

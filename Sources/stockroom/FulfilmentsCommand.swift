@@ -132,16 +132,23 @@ struct FulfilmentsCommand: AsyncParsableCommand {
             let ledger = try OperatorContext(options: options).ledger
             guard let row = try await ledger.fulfilment(transactionId) else { fail("no transaction \(transactionId) in the ledger") }
             let view = OperatorFulfilment(
-                row, attempts: try await ledger.attempts(of: transactionId), rescission: try await ledger.consentRescission(of: row))
+                row, attempts: try await ledger.attempts(of: transactionId),
+                calls: try await ledger.serverCalls(ServerCallListQuery(transactionID: transactionId, limit: 10)),
+                rescission: try await ledger.consentRescission(of: row))
             if json {
                 print(OperatorJSON.string(view))
                 return
             }
-            for line in TextFields.lines(view, skipping: ["downloadAttempts"]) { print(line) }
+            for line in TextFields.lines(view, skipping: ["downloadAttempts", "serverCalls"]) { print(line) }
             let attempts = view.downloadAttempts ?? []
             print("downloadAttempts: \(attempts.count)")
             for attempt in attempts {
                 print("  \(attempt.at)  \(attempt.outcome)  \(attempt.bytes) bytes  range \(attempt.range ?? "-")")
+            }
+            let calls = view.serverCalls ?? []
+            print("serverCalls: \(calls.count)")
+            for call in calls {
+                print("  \(call.kind)  \(call.status)  \(call.attempts) tries\(call.lastError.map { "  \($0)" } ?? "")")
             }
         }
     }

@@ -76,23 +76,49 @@ import Testing
         }
     }
 
-    @Test(arguments: LedgerEngine.allCases) func aRevocationAndItsLiftingAreEachOneEventPerTransaction(_ engine: LedgerEngine) async throws
+    @Test(arguments: LedgerEngine.allCases) func eachCauseOfARevocationSetOrLiftedIsAnEventWhateverTheStateWas(_ engine: LedgerEngine)
+        async throws
     {
         try await TestLedger.with(engine) { test in
             try await ServerCallQueueTests.deliver(test.ledger, "1", acknowledge: false)
             _ = try await test.ledger.recordProof(LedgerTests.proof("2", original: "1"), terms: LedgerTests.download(), now: Self.now)
             let purchase = RevokedPurchase(transactionID: "1", originalTransactionID: "1", productID: nil, bundleID: nil, environment: nil)
             _ = try await test.ledger.revoke(purchase, cause: .operatorAction, reason: "fraud", now: Self.now)
-            // A second cause on a revoked purchase changes no state: no event.
-            _ = try await test.ledger.revoke(purchase, cause: .refund, reason: "refund", now: Self.now)
+            // Apple refunds a purchase the operator revoked: the state stays, the refund is an event.
+            _ = try await test.ledger.revoke(purchase, cause: .refund, reason: "refunded (the App Store says so)", now: Self.now)
+            // The operator lifts the revocation while the refund stands: still revoked, and an event.
             _ = try await test.ledger.reinstate("1", reason: "ok", now: Self.now)
-            #expect(try await Self.types(test.ledger, "1") == ["purchase.verified", "purchase.delivered", "purchase.revoked"])
-            _ = try await test.ledger.reverseRefund(originalTransactionID: "1", now: Self.now)
             #expect(
                 try await Self.types(test.ledger, "1") == [
-                    "purchase.verified", "purchase.delivered", "purchase.revoked", "purchase.reinstated",
+                    "purchase.verified", "purchase.delivered", "purchase.revoked", "purchase.refunded", "purchase.revocation_lifted",
                 ])
-            #expect(try await Self.types(test.ledger, "2") == ["purchase.verified", "purchase.revoked", "purchase.reinstated"])
+            _ = try await test.ledger.reverseRefund(originalTransactionID: "1", now: Self.now)
+            let expected = [
+                "purchase.verified", "purchase.delivered", "purchase.revoked", "purchase.refunded", "purchase.revocation_lifted",
+                "purchase.reinstated",
+            ]
+            #expect(try await Self.types(test.ledger, "1") == expected)
+            #expect(try await Self.types(test.ledger, "2") == ["purchase.verified"] + expected.dropFirst(2))
+            // Each says whose revocation it is about, why, and the state after it.
+            let bodies = try await test.ledger.events(of: "1", limit: 100).map { event in
+                try #require(try JSONSerialization.jsonObject(with: Data(event.body.utf8)) as? [String: Any])
+            }
+            #expect(bodies.map { $0["cause"] as? String } == [nil, nil, "operator", "refund", "operator", "refund"])
+            #expect(bodies.map { $0["state"] as? String } == ["verified", "delivered", "revoked", "revoked", "revoked", "verified"])
+            #expect(bodies[2]["detail"] as? String == "fraud")
+            #expect(bodies[3]["detail"] as? String == "refunded (the App Store says so)")
+            #expect(bodies.map { $0["sequence"] as? Int } == [1, 2, 3, 4, 5, 6])
+        }
+    }
+
+    @Test(arguments: LedgerEngine.allCases) func theSameCauseTwiceIsOneEvent(_ engine: LedgerEngine) async throws {
+        try await TestLedger.with(engine) { test in
+            try await ServerCallQueueTests.deliver(test.ledger, "1", acknowledge: false)
+            let purchase = RevokedPurchase(transactionID: "1", originalTransactionID: "1", productID: nil, bundleID: nil, environment: nil)
+            _ = try await test.ledger.revoke(purchase, cause: .refund, reason: "refunded", now: Self.now)
+            _ = try await test.ledger.revoke(purchase, cause: .refund, reason: "refunded again", now: Self.now)
+            #expect(try await Self.types(test.ledger, "1") == ["purchase.verified", "purchase.delivered", "purchase.refunded"])
+            #expect(try await test.ledger.fulfilment("1")?.lastError == "refunded", "nothing changed, nothing written")
         }
     }
 

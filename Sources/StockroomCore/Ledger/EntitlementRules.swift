@@ -141,14 +141,19 @@ public enum EntitlementRules {
         var changed: [Fulfilment] = []
         for var row in purchase.all {
             let wasRevoked = row.state == .revoked
+            let newCause: Bool
             switch cause {
-            case .operatorAction: row.revokedByOperatorAt = row.revokedByOperatorAt ?? now
-            case .refund: row.revokedByRefundAt = row.revokedByRefundAt ?? now
+            case .operatorAction:
+                newCause = row.revokedByOperatorAt == nil
+                row.revokedByOperatorAt = row.revokedByOperatorAt ?? now
+            case .refund:
+                newCause = row.revokedByRefundAt == nil
+                row.revokedByRefundAt = row.revokedByRefundAt ?? now
             }
-            if !wasRevoked {
-                try move(&row, to: .revoked, at: now)
-                row.lastError = reason
-            }
+            if !wasRevoked { try move(&row, to: .revoked, at: now) }
+            // A cause newly set on a row already revoked for the other is a change too: its
+            // reason is the row's latest, and its event (refunded, revoked) is written.
+            if newCause || !wasRevoked { row.lastError = reason }
             row.updatedAt = now
             let stored = purchase.update(row)
             if !wasRevoked { changed.append(stored) }
@@ -181,15 +186,30 @@ public enum EntitlementRules {
         return lifted
     }
 
-    /// Counts a download attempt's bytes; a complete body reaching the end makes it delivered.
+    /// Counts a download attempt's bytes, adds those that went out to the row's `sentBytes`, and
+    /// keeps how it ended. A verified transaction is delivered once every byte of the file went
+    /// out, over however many attempts: never by one range that reaches the end.
+    ///
+    /// A row from before the ledger kept its bytes (`sentBytes` nil) starts from none: it may
+    /// need a whole copy again, never a false `delivered`.
     public static func recordDelivery(_ row: inout Fulfilment, report: DeliveryReport, fileSize: Int64, now: Date) {
         let (sum, overflow) = row.bytesDelivered.addingReportingOverflow(report.bytesSent)
         row.bytesDelivered = overflow ? .max : sum
-        let reachedEnd = (report.range?.upperBound ?? -1) == fileSize - 1
-        if report.complete, reachedEnd, row.state == .verified {
+        var sent = row.sentBytes ?? SentBytes()
+        if let range = report.sent { sent.add(range) }
+        row.sentBytes = sent
+        row.lastDeliveryEnding = report.ending
+        let whole = fileSize <= 0 ? report.complete : sent.covers(size: fileSize)
+        if whole, row.state == .verified {
             row.state = .delivered
             row.deliveredAt = now
         }
+        row.updatedAt = now
+    }
+
+    /// A presigned URL answered a download: the object store sends the bytes from here.
+    public static func recordHandOff(_ row: inout Fulfilment, now: Date) {
+        row.handedOffAt = now
         row.updatedAt = now
     }
 
@@ -212,7 +232,8 @@ public enum EntitlementRules {
             productID: revoked.productID ?? "", bundleID: revoked.bundleID ?? "", environment: revoked.environment,
             proofKind: revoked.proofKind, proof: revoked.proof ?? "", proofDigest: revoked.proofDigest, appAccountToken: nil,
             expiresAt: nil, state: state, verifiedAt: nil, attempts: 0, bytesDelivered: 0, lastError: nil, createdAt: now,
-            updatedAt: now, deliveredAt: nil, acknowledgedAt: nil, revokedAt: nil, revokedByOperatorAt: nil, revokedByRefundAt: nil)
+            updatedAt: now, deliveredAt: nil, acknowledgedAt: nil, revokedAt: nil, revokedByOperatorAt: nil, revokedByRefundAt: nil,
+            sentBytes: SentBytes())
     }
 
     /// The one place a state changes: checks the machine, stamps the matching time.

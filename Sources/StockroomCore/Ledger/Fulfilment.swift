@@ -25,7 +25,7 @@ public struct Fulfilment: Sendable, Equatable, Codable {
     public var verifiedAt: Date?
     /// Download requests made for it (POSTs and resumes).
     public var attempts: Int
-    /// Bytes sent over all attempts.
+    /// Bytes sent over all attempts (a byte sent twice counts twice).
     public var bytesDelivered: Int64
     public var lastError: String?
     public var createdAt: Date
@@ -44,13 +44,23 @@ public struct Fulfilment: Sendable, Equatable, Codable {
     public var customerConsented: Bool? = nil
     /// The sequence number of the latest event about this transaction (`LedgerEvent`); nil before the first.
     public var eventSequence: Int? = nil
+    /// Which bytes of the content went out over every attempt, each once; nil on a row that
+    /// downloaded before schema v12, when the ledger did not keep them. `delivered` means these
+    /// cover the whole file.
+    public var sentBytes: SentBytes? = nil
+    /// How the latest download attempt ended; nil before one ended.
+    public var lastDeliveryEnding: DeliveryEnding? = nil
+    /// When a presigned URL last answered a download (`--content-delivery redirect`): the object
+    /// store sends the bytes, and only the app's acknowledgement says they arrived.
+    public var handedOffAt: Date? = nil
 
     public init(
         transactionID: String, originalTransactionID: String, productID: String, bundleID: String, environment: StoreEnvironment?,
         proofKind: ProofKind, proof: String, proofDigest: String?, appAccountToken: String?, expiresAt: Date?, state: FulfilmentState,
         verifiedAt: Date?, attempts: Int, bytesDelivered: Int64, lastError: String?, createdAt: Date, updatedAt: Date, deliveredAt: Date?,
         acknowledgedAt: Date?, revokedAt: Date?, revokedByOperatorAt: Date?, revokedByRefundAt: Date?, finishedAt: Date? = nil,
-        customerConsented: Bool? = nil, eventSequence: Int? = nil
+        customerConsented: Bool? = nil, eventSequence: Int? = nil, sentBytes: SentBytes? = nil, lastDeliveryEnding: DeliveryEnding? = nil,
+        handedOffAt: Date? = nil
     ) {
         (self.transactionID, self.originalTransactionID, self.productID, self.bundleID) = (
             transactionID, originalTransactionID, productID, bundleID
@@ -61,6 +71,7 @@ public struct Fulfilment: Sendable, Equatable, Codable {
         (self.createdAt, self.updatedAt, self.deliveredAt, self.acknowledgedAt) = (createdAt, updatedAt, deliveredAt, acknowledgedAt)
         (self.revokedAt, self.revokedByOperatorAt, self.revokedByRefundAt) = (revokedAt, revokedByOperatorAt, revokedByRefundAt)
         (self.finishedAt, self.customerConsented, self.eventSequence) = (finishedAt, customerConsented, eventSequence)
+        (self.sentBytes, self.lastDeliveryEnding, self.handedOffAt) = (sentBytes, lastDeliveryEnding, handedOffAt)
     }
 
     /// What kind of proof of purchase is stored.
@@ -85,6 +96,7 @@ public struct Fulfilment: Sendable, Equatable, Codable {
         case proofDigest = "proof_digest", appAccountToken = "app_account_token", expiresAt = "expires_at"
         case revokedByOperatorAt = "revoked_by_operator_at", revokedByRefundAt = "revoked_by_refund_at"
         case finishedAt = "finished_at", customerConsented = "customer_consented", eventSequence = "event_sequence"
+        case sentBytes = "sent_bytes", lastDeliveryEnding = "last_delivery_ending", handedOffAt = "handed_off_at"
     }
 }
 

@@ -132,6 +132,17 @@ extension LedgerDecisions {
         }
     }
 
+    /// Keeps that a presigned URL answered a download of `transactionID`
+    /// (`--content-delivery redirect`): the object store sends the bytes, so until the app
+    /// acknowledges, the ledger cannot tell whether they arrived.
+    public func recordHandOff(_ transactionID: String, now: Date) async throws {
+        try await decide(.transaction(transactionID)) { work in
+            guard var row = work[transactionID] else { throw LedgerError.unknownTransaction(transactionID) }
+            EntitlementRules.recordHandOff(&row, now: now)
+            work.update(row)
+        }
+    }
+
     /// Keeps the customer's consent to share consumption data on an entitled transaction.
     public func recordConsent(_ transactionID: String, consented: Bool, now: Date) async throws {
         try await decide(.transaction(transactionID)) { work in

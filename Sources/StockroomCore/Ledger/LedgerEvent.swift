@@ -42,8 +42,11 @@ public struct LedgerEvent: Sendable, Equatable, Codable {
         case refunded = "purchase.refunded"
         /// An operator revoked the purchase.
         case revoked = "purchase.revoked"
-        /// A revocation was lifted (an operator's reinstatement, or Apple's reversed refund).
+        /// The purchase is entitled again: its last standing revocation was lifted (an operator's
+        /// reinstatement, or Apple's reversed refund).
         case reinstated = "purchase.reinstated"
+        /// One cause of a revocation was lifted while the other stands: the purchase stays revoked.
+        case revocationLifted = "purchase.revocation_lifted"
         /// A re-verification found the stored proof no longer valid.
         case rejected = "purchase.rejected"
         /// Stockroom answered Apple's refund request with consumption information.
@@ -65,8 +68,11 @@ public struct LedgerEvent: Sendable, Equatable, Codable {
         public var appAccountToken: String?
         /// The transaction's state after the change.
         public var state: String
-        /// Why, where there is more to say (a revocation's reason).
+        /// Why, where there is more to say (a revocation's reason), cut to `LedgerEvent.detailLimit` characters.
         public var detail: String?
+        /// Whose revocation a refunded, revoked, reinstated or revocation-lifted event is about:
+        /// `refund` (Apple's refund or revocation) or `operator`.
+        public var cause: String? = nil
 
         /// The JSON text, keys sorted, as `JSONEncoder` with `.sortedKeys` and
         /// `.withoutEscapingSlashes` writes it (a test holds the two equal), written directly into
@@ -89,6 +95,7 @@ public struct LedgerEvent: Sendable, Equatable, Codable {
             text.raw("{")
             field("appAccountToken", appAccountToken)
             field("bundleId", bundleId)
+            field("cause", cause)
             field("createdAt", createdAt)
             field("detail", detail)
             field("environment", environment)
@@ -105,51 +112,23 @@ public struct LedgerEvent: Sendable, Equatable, Codable {
         }
     }
 
+    /// The longest `detail` an event carries, in characters: an operator's reason is cut to it.
+    public static let detailLimit = 500
+
     /// A new event about `row` as it stands after the change, `sequence` its place among the
     /// transaction's events.
-    public static func about(_ row: Fulfilment, type: EventType, sequence: Int, detail: String? = nil, now: Date) -> LedgerEvent {
+    public static func about(
+        _ row: Fulfilment, type: EventType, sequence: Int, detail: String? = nil, cause: RevocationCause? = nil, now: Date
+    ) -> LedgerEvent {
         let eventID = UUID().uuidString.lowercased()
         let body = Body(
             id: eventID, type: type.rawValue, createdAt: RFC3339.utc(now), sequence: sequence, transactionId: row.transactionID,
             originalTransactionId: row.originalTransactionID, productId: row.productID, bundleId: row.bundleID,
-            environment: row.environment?.rawValue, appAccountToken: row.appAccountToken, state: row.state.rawValue, detail: detail)
+            environment: row.environment?.rawValue, appAccountToken: row.appAccountToken, state: row.state.rawValue,
+            detail: detail.map { String($0.prefix(LedgerEvent.detailLimit)) }, cause: cause?.rawValue)
         return LedgerEvent(
             id: nil, eventID: eventID, type: type, transactionID: row.transactionID, sequence: sequence, body: body.json, createdAt: now,
             fannedOut: false)
-    }
-
-    /// The events a change of one transaction's row from `before` (nil: a new row) to `after`
-    /// reports, in the order they happened; `restoring` names a proof's entitlement a restore.
-    /// Each crossed step is its own event: a handed-off acknowledgement is delivered, then acknowledged.
-    public static func types(from before: Fulfilment?, to after: Fulfilment, restoring: Bool) -> [(EventType, String?)] {
-        let old = before?.state
-        guard old != after.state else { return [] }
-        switch after.state {
-        case .revoked:
-            let refunded = after.revokedByRefundAt != nil && before?.revokedByRefundAt == nil
-            return [(refunded || after.revokedByOperatorAt == nil ? .refunded : .revoked, after.lastError)]
-        case .rejected:
-            return [(.rejected, after.lastError)]
-        case .pending:
-            return []
-        case .verified, .delivered, .acknowledged:
-            var types: [(EventType, String?)] = []
-            let progress: [FulfilmentState] = [.verified, .delivered, .acknowledged]
-            let reached = progress.firstIndex(of: after.state)!
-            var from = old.flatMap { progress.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
-            if old == .revoked {
-                types.append((.reinstated, after.lastError))
-                from = 1
-            } else if from == 0 {
-                types.append((restoring ? .restored : .verified, nil))
-                from = 1
-            }
-            guard from <= reached else { return types }
-            for step in progress[from...reached] {
-                types.append((step == .delivered ? .delivered : .acknowledged, nil))
-            }
-            return types
-        }
     }
 }
 

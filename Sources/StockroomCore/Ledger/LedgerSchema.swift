@@ -231,6 +231,17 @@ public enum LedgerSchema {
                         ],
                         constraints: ["UNIQUE (transaction_id, sequence)"],
                         indexes: ["CREATE INDEX ledger_events_on_fanned_out_id ON ledger_events (fanned_out, id)"]))),
+            Migration(
+                version: 12, name: "v12: which bytes of each purchase went out, and how its last download ended",
+                statements: [
+                    "ALTER TABLE fulfilments ADD COLUMN sent_bytes TEXT",
+                    "ALTER TABLE fulfilments ADD COLUMN last_delivery_ending TEXT "
+                        + "CHECK (last_delivery_ending IN ('complete', 'client', 'server'))",
+                    "ALTER TABLE fulfilments ADD COLUMN handed_off_at \(time)",
+                    // A row never asked for its content sent nothing; any other row's bytes before
+                    // this version are not known (NULL), and a consumption answer says so.
+                    "UPDATE fulfilments SET sent_bytes = '' WHERE attempts = 0 AND bytes_delivered = 0",
+                ]),
         ]
     }
 

@@ -33,8 +33,20 @@ public struct OperatorFulfilment: Encodable, Sendable, Equatable {
     /// When consent was rescinded for that download (RESCIND_CONSENT): no consumption data is
     /// sent for the purchase since, whatever `customerConsented` says. On the detail view.
     public var consentRescindedAt: String?
+    /// The bytes of the content that went out, each once, as `first-last` ranges
+    /// (`0-1023,4096-8191`, empty when none); absent on a row that downloaded before the ledger
+    /// kept them (schema v12).
+    public var sentBytes: String?
+    /// How the latest download attempt ended: `complete`, `client` (it went away or read too
+    /// slowly), `server` (Stockroom's side failed).
+    public var lastDeliveryEnding: String?
+    /// When a presigned URL last answered a download (`--content-delivery redirect`).
+    public var handedOffAt: String?
     /// The download log, on the detail view only.
     public var downloadAttempts: [Attempt]?
+    /// The calls owed to Apple for the transaction, on the detail view only: one skipped says why
+    /// (a consumption answer the ledger cannot support is never sent).
+    public var serverCalls: [Call]?
 
     /// One download, as the log keeps it.
     public struct Attempt: Encodable, Sendable, Equatable {
@@ -45,9 +57,24 @@ public struct OperatorFulfilment: Encodable, Sendable, Equatable {
         public var range: String?
     }
 
-    /// The list view (`attempts` nil), or the detail view with the download log and any
-    /// rescission of consent.
-    public init(_ row: Fulfilment, attempts: [DownloadAttempt]? = nil, rescission: ConsentRescission? = nil) {
+    /// One call owed to Apple, as the queue keeps it.
+    public struct Call: Encodable, Sendable, Equatable {
+        public var kind: String
+        public var status: String
+        public var attempts: Int
+        public var createdAt: String
+        public var sentAt: String?
+        /// Why it is waiting, was refused, or was not made.
+        public var lastError: String?
+        /// The notification that asked for it (a refund request's UUID).
+        public var requestedBy: String?
+    }
+
+    /// The list view (`attempts` nil), or the detail view with the download log, the calls owed
+    /// to Apple and any rescission of consent.
+    public init(
+        _ row: Fulfilment, attempts: [DownloadAttempt]? = nil, calls: [ServerCall]? = nil, rescission: ConsentRescission? = nil
+    ) {
         let date = OperatorJSON.date
         transactionId = row.transactionID
         originalTransactionId = row.originalTransactionID
@@ -74,6 +101,14 @@ public struct OperatorFulfilment: Encodable, Sendable, Equatable {
         revokedByRefundAt = row.revokedByRefundAt.map(date)
         finishedAt = row.finishedAt.map(date)
         customerConsented = row.customerConsented
+        sentBytes = row.sentBytes?.description
+        lastDeliveryEnding = row.lastDeliveryEnding?.rawValue
+        handedOffAt = row.handedOffAt.map(date)
+        serverCalls = calls?.sorted { ($0.id ?? 0) < ($1.id ?? 0) }.map { call in
+            Call(
+                kind: call.kind.rawValue, status: call.status.rawValue, attempts: call.attempts, createdAt: date(call.createdAt),
+                sentAt: call.sentAt.map(date), lastError: call.lastError, requestedBy: call.requestedBy)
+        }
         if attempts != nil { appTransactionId = row.appTransactionID }
         consentRescindedAt = rescission.map { date($0.rescindedAt) }
         downloadAttempts = attempts?.map { attempt in

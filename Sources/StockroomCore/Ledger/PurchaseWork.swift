@@ -56,14 +56,15 @@ public struct PurchaseWork: Sendable {
     }
 
     /// `row` with an event written for each step its state took since `before`
-    /// (`LedgerEvent.types`), each numbered next in its transaction's sequence.
+    /// (`LedgerEvent.changes`), each numbered next in its transaction's sequence.
     private mutating func numbered(_ row: Fulfilment, after before: Fulfilment?) -> Fulfilment {
         var row = row
         var sequence = before?.eventSequence ?? row.eventSequence ?? 0
-        for (type, detail) in LedgerEvent.types(from: before, to: row, restoring: restoring) {
+        for change in LedgerEvent.changes(from: before, to: row, restoring: restoring) {
             sequence += 1
             row.eventSequence = sequence
-            written.events.append(.about(row, type: type, sequence: sequence, detail: detail, now: row.updatedAt))
+            written.events.append(
+                .about(row, type: change.type, sequence: sequence, detail: change.detail, cause: change.cause, now: row.updatedAt))
         }
         return row
     }

@@ -52,7 +52,8 @@ public struct ServerCall: Sendable, Equatable, Codable {
         case queued
         /// Apple accepted it.
         case sent
-        /// Not sent, on purpose: no customer consent is on record for a consumption answer.
+        /// Not sent, on purpose: no customer consent is on record for a consumption answer, or
+        /// the ledger cannot tell how the delivery went (`ConsumptionAnswer.withhold`).
         case skipped
         /// Apple refused it for good (a 4xx other than 429); not retried.
         case refused
@@ -148,6 +149,8 @@ public enum ServerCallResult: Sendable, Equatable {
     case retry(error: String, retryAt: Date)
     /// Apple refused it for good, or it cannot be made.
     case refused(error: String)
+    /// Not made, on purpose: the ledger cannot support an answer (`reason`), so none is sent.
+    case skipped(reason: String)
 }
 
 /// When Stockroom finishes a transaction with Apple itself (`--finish-on`).
@@ -199,6 +202,9 @@ extension ServerCall {
             attempts += 1
             status = .refused
             lastError = error
+        case .skipped(let reason):
+            status = .skipped
+            lastError = reason
         }
     }
 }

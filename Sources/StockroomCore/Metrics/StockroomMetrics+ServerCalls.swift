@@ -2,13 +2,14 @@ import Metrics
 
 extension StockroomMetrics {
     /// `stockroom_server_calls_total{kind, outcome}`: calls owed to the App Store Server API as
-    /// the sender settled them. `kind`: finish, consumption, appAccountToken; `outcome`: sent, retry, refused.
+    /// the sender settled them. `kind`: finish, consumption, appAccountToken; `outcome`: sent, retry, refused, skipped.
     public static func serverCall(kind: ServerCall.Kind, result: ServerCallResult) {
         let outcome =
             switch result {
             case .sent: "sent"
             case .retry: "retry"
             case .refused: "refused"
+            case .skipped: "skipped"
             }
         serverCallCounter(kind, outcome).increment()
     }
@@ -16,7 +17,7 @@ extension StockroomMetrics {
     /// Shows every series at zero from the start, so a dashboard has a line before the first call.
     public static func registerServerCalls() {
         for kind in ServerCall.Kind.allCases {
-            for outcome in ["sent", "retry", "refused"] { serverCallCounter(kind, outcome).increment(by: 0) }
+            for outcome in ["sent", "retry", "refused", "skipped"] { serverCallCounter(kind, outcome).increment(by: 0) }
         }
     }
 

@@ -13,8 +13,11 @@ public final class CurlHTTPClient: UpstreamTransport {
         public var connectTimeout: Duration
         /// Time allowed for the whole exchange, connection included.
         public var totalTimeout: Duration
-        /// The largest response body accepted; more is an error, never a truncated answer.
+        /// The largest response body accepted; more is an error, never a truncated answer, unless
+        /// `bodyPastLimit` says the status is all the caller reads.
         public var maximumResponseBytes: Int
+        /// What a body longer than `maximumResponseBytes` makes of the answer.
+        public var bodyPastLimit: BodyPastLimit
         /// A transfer slower than this many bytes a second over `slowWindow` ends (timed out):
         /// long transfers (an object hashed, a part uploaded) need it beside the total timeout.
         public var minimumBytesPerSecond: Int?
@@ -22,13 +25,24 @@ public final class CurlHTTPClient: UpstreamTransport {
 
         public init(
             connectTimeout: Duration = .seconds(5), totalTimeout: Duration = .seconds(15), maximumResponseBytes: Int = 4 << 20,
-            minimumBytesPerSecond: Int? = nil, slowWindow: Duration = .seconds(15)
+            minimumBytesPerSecond: Int? = nil, slowWindow: Duration = .seconds(15), bodyPastLimit: BodyPastLimit = .refused
         ) {
             self.connectTimeout = connectTimeout
             self.totalTimeout = totalTimeout
             self.maximumResponseBytes = maximumResponseBytes
+            self.bodyPastLimit = bodyPastLimit
             self.minimumBytesPerSecond = minimumBytesPerSecond
             self.slowWindow = slowWindow
+        }
+
+        /// A body past the limit: an error, or the answer as it stood with its body cut.
+        public enum BodyPastLimit: Sendable, Equatable {
+            /// `UpstreamError.responseTooLarge`: the answer is not read at all.
+            case refused
+            /// The status and headers stand, the body keeps its first `maximumResponseBytes`, and
+            /// the transfer ends there: for a caller that reads only the status (a webhook
+            /// receiver's 2xx is received whatever it writes after it).
+            case cut
         }
     }
 
@@ -212,6 +226,12 @@ public final class CurlHTTPClient: UpstreamTransport {
                 _ = handle.set(CURLOPT_POSTFIELDS, pointer: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
                 return withExtendedLifetime(sink) { handle.perform() }
             }
+        }
+        if code == CURLE_WRITE_ERROR, sink.exceeded, configuration.bodyPastLimit == .cut {
+            return .success(
+                UpstreamResponse(
+                    status: handle.info(CURLINFO_RESPONSE_CODE), headers: sink.headers, body: sink.body,
+                    newConnections: handle.info(CURLINFO_NUM_CONNECTS)))
         }
         guard code == CURLE_OK else {
             let message = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -11,7 +11,7 @@ struct ConsoleActions: Sendable {
     }
 
     /// Reasons past this many characters are refused (400).
-    static let maximumReasonLength = 500
+    static let maximumReasonLength = LedgerEvent.detailLimit
 
     let entitlements: Entitlements
 

@@ -15,9 +15,6 @@ public struct ServerCallSender: Service, CustomStringConvertible {
     let client: AppStoreServerAPIClient
     let catalog: CatalogStore
     let refundPreference: ConsumptionInformation.RefundPreference?
-    /// Whether an object store sends the bytes (`--content-delivery redirect`): a download that
-    /// never completed is then not known to be Stockroom's failure.
-    var contentHandedOff = false
     /// How often the queue is read when nothing wakes the sender.
     let interval: Duration
     let wakeUps: WakeUps
@@ -71,8 +68,7 @@ public struct ServerCallSender: Service, CustomStringConvertible {
             if Task.isCancelled {
                 settled = .retry(error: "not sent: the server was stopping", retryAt: Date())
             } else {
-                let (result, body) = await send(call)
-                settled = settle(call, result, body: body)
+                settled = await send(call)
             }
             // Recorded even while the server stops (GRDB refuses a cancelled task's write).
             let ledger = ledger
@@ -83,11 +79,24 @@ public struct ServerCallSender: Service, CustomStringConvertible {
         return calls.count
     }
 
-    private func send(_ call: ServerCall) async -> (ServerAPICallOutcome, String?) {
+    private func send(_ call: ServerCall) async -> ServerCallResult {
         switch call.kind {
         case .finish:
-            return (await client.finishTransaction(call.transactionID, environment: call.environment), nil)
+            return settle(call, await client.finishTransaction(call.transactionID, environment: call.environment), body: nil)
         case .consumption:
+            return await sendConsumption(call)
+        case .appAccountToken:
+            // The body was written with the binding: the account bound then is the one Apple learns.
+            guard let request = UpdateAppAccountTokenRequest(json: call.body) else {
+                return .refused(error: "refused (HTTP 0): no app account token queued with the call")
+            }
+            return settle(call, await client.setAppAccountToken(call.transactionID, environment: call.environment, request), body: call.body)
+        }
+    }
+
+    /// A refund request's answer, built from the ledger as it stands now; nothing is sent when the
+    /// ledger cannot support an answer (recorded skipped, with why), nor without consent.
+    private func sendConsumption(_ call: ServerCall) async -> ServerCallResult {
             // A ledger that cannot be read leaves the call queued for the next try: neither "no
             // consent" nor "not rescinded" is assumed.
             let row: Fulfilment?
@@ -101,29 +110,30 @@ public struct ServerCallSender: Service, CustomStringConvertible {
                     rescission = nil
                 }
             } catch {
-                return (.retryLater(reason: "the ledger could not be read: \(error)", after: nil), nil)
+                return settle(call, .retryLater(reason: "the ledger could not be read: \(error)", after: nil), body: nil)
             }
             // Consent rescinded after the answer was queued: it is not sent.
-            if let rescission { return (.refused(status: 0, errorCode: nil, reason: rescission.reason), nil) }
-            // One indexed query for this transaction's kept proofs (both ledgers answer it).
-            let kept = try? await ledger.pendingProofs(keptUnder: call.transactionID, limit: PendingProof.perTransaction)
-            let pending = kept?.contains { $0.status == .pending } ?? false
+            if let rescission { return .refused(error: "refused (HTTP 0): \(rescission.reason)") }
+            // One indexed query for this transaction's kept proofs (both ledgers answer it). A
+            // ledger that cannot answer leaves the call queued: "no outage" is not assumed.
+            let kept: [PendingProof]
+            do {
+                kept = try await ledger.pendingProofs(keptUnder: call.transactionID, limit: PendingProof.perTransaction)
+            } catch {
+                return settle(call, .retryLater(reason: "the ledger could not be read: \(error)", after: nil), body: nil)
+            }
             let answer = ConsumptionAnswer.build(
-                row: row, pendingProof: pending, product: row.flatMap { catalog.catalog.product(id: $0.productID) },
-                refundPreference: refundPreference,
-                contentHandedOff: contentHandedOff)
-            guard answer.customerConsented else {
-                return (.refused(status: 0, errorCode: nil, reason: "no customer consent on record"), nil)
+                row: row, pendingProof: kept.contains { $0.status == .pending },
+                product: row.flatMap { catalog.catalog.product(id: $0.productID) }, refundPreference: refundPreference)
+            switch answer {
+            case .withhold(let reason):
+                return .skipped(reason: "no consumption answer: \(reason)")
+            case .send(let information):
+                guard information.customerConsented else { return .refused(error: "refused (HTTP 0): no customer consent on record") }
+                let body = (try? JSONEncoder.sorted.encode(information)).map { String(decoding: $0, as: UTF8.self) }
+                return settle(
+                    call, await client.sendConsumptionInformation(call.transactionID, environment: call.environment, information), body: body)
             }
-            let body = (try? JSONEncoder.sorted.encode(answer)).map { String(decoding: $0, as: UTF8.self) }
-            return (await client.sendConsumptionInformation(call.transactionID, environment: call.environment, answer), body)
-        case .appAccountToken:
-            // The body was written with the binding: the account bound then is the one Apple learns.
-            guard let request = UpdateAppAccountTokenRequest(json: call.body) else {
-                return (.refused(status: 0, errorCode: nil, reason: "no app account token queued with the call"), call.body)
-            }
-            return (await client.setAppAccountToken(call.transactionID, environment: call.environment, request), call.body)
-        }
     }
 
     private func settle(_ call: ServerCall, _ outcome: ServerAPICallOutcome, body: String?) -> ServerCallResult {
@@ -153,6 +163,8 @@ public struct ServerCallSender: Service, CustomStringConvertible {
                 metadata: metadata.merging(["error": .string(error), "retryAt": .string(at.ISO8601Format())]) { $1 })
         case .refused(let error):
             logger.warning("App Store Server API call refused", metadata: metadata.merging(["error": .string(error)]) { $1 })
+        case .skipped(let reason):
+            logger.notice("App Store Server API call not made", metadata: metadata.merging(["reason": .string(reason)]) { $1 })
         }
     }
 }

@@ -52,8 +52,10 @@ public struct WebhookSender: Service, CustomStringConvertible {
         for endpoint in endpoints {
             let pool = NIOThreadPool(numberOfThreads: max(1, settings.concurrency))
             pool.start()
+            // A 2xx is received whatever follows it: the status is read, 64 KiB of the body at most.
             let configuration = CurlHTTPClient.Configuration(
-                connectTimeout: min(.seconds(5), settings.timeout), totalTimeout: settings.timeout, maximumResponseBytes: 64 << 10)
+                connectTimeout: min(.seconds(5), settings.timeout), totalTimeout: settings.timeout, maximumResponseBytes: 64 << 10,
+                bodyPastLimit: .cut)
             clients[endpoint.name] = CurlHTTPClient(configuration: configuration, threadPool: pool)
         }
         self.clients = clients

@@ -49,7 +49,9 @@ struct AdminController<Context: RequestContext> {
     @Sendable func show(_ request: Request, context: Context) async throws -> OperatorFulfilment {
         let id = try Self.transactionID(context)
         guard let row = try await ledger.fulfilment(id) else { throw DownloadError.refused(.unknownTransaction(id)) }
-        return OperatorFulfilment(row, attempts: try await ledger.attempts(of: id), rescission: try await ledger.consentRescission(of: row))
+        return OperatorFulfilment(
+            row, attempts: try await ledger.attempts(of: id), calls: try await ledger.serverCalls(ServerCallListQuery(transactionID: id, limit: 10)),
+            rescission: try await ledger.consentRescission(of: row))
     }
 
     @Sendable func refulfil(_ request: Request, context: Context) async throws -> Reverification {
@@ -125,6 +127,10 @@ struct AdminController<Context: RequestContext> {
             throw malformed  // a body past the upload bound stays 413
         }
         guard !reason.trimmingCharacters(in: .whitespaces).isEmpty else { throw malformed }
+        // The reason is the event's `detail`, which a backend reads: bounded as the console bounds it.
+        guard reason.count <= LedgerEvent.detailLimit else {
+            throw AdminError.badRequest("the reason is at most \(LedgerEvent.detailLimit) characters")
+        }
         return reason
     }
 

@@ -74,7 +74,15 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
         // read, or a full house, changes nothing. The slot counts the purchase (original
         // transaction) the record names; the resume then decides.
         guard let product = catalog.catalog.product(id: productID) else { throw DownloadError.unknownProduct(productID) }
-        let prepared = try await prepare(product)
+        let prepared: PreparedContent?
+        do {
+            prepared = try await prepare(product)
+        } catch let failure as ContentError {
+            // The token names an entitled download that Stockroom's side could not serve: that
+            // is kept, so a refund request is told the truth about who stopped the delivery.
+            await recordFailure(transactionID, product: product, logger: context.logger)
+            throw failure
+        }
         let purchase = handsOff ? nil : try await entitlements.ledger.fulfilment(transactionID)?.originalTransactionID
         let slot = try acquireSlot(purchase: purchase ?? transactionID, request: request, context: context)
         let row = try await entitlements.resume(transactionID, bearer: bearer).orRefuse()
@@ -149,8 +157,12 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
             headers[.location] = nil
             headers[.contentLocation] = resumable
             guard let prepared else { throw ContentError.changedSinceHashed(product.file) }
-            return try await redirect.response(
+            let response = try await redirect.response(
                 status: head == nil ? .seeOther : .temporaryRedirect, prepared: prepared, tokenExpiry: tokenExpiry, extraHeaders: headers)
+            // Kept before the URL leaves: from here only an acknowledgement says the bytes arrived,
+            // and a ledger that cannot keep that hands out no URL (503).
+            try await entitlements.ledger.recordHandOff(row.transactionID, now: entitlements.now())
+            return response
         }
         if let offload {
             // nginx sends the bytes after this response, and its report to OffloadReportListener
@@ -175,6 +187,17 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
             } catch {
                 logger.error("could not record a download attempt", metadata: ["transaction": .string(transactionID), "error": "\(error)"])
             }
+        }
+    }
+
+    /// Records that an authorised download of `transactionID` failed on Stockroom's side before
+    /// its body began (the content could not be read); a ledger that cannot record it is logged.
+    private func recordFailure(_ transactionID: String, product: Product, logger: Logger) async {
+        let report = DeliveryReport(range: nil, bytesSent: 0, ending: .server)
+        do {
+            try await entitlements.ledger.recordDelivery(transactionID, report: report, fileSize: product.size, now: entitlements.now())
+        } catch {
+            logger.error("could not record a failed download", metadata: ["transaction": .string(transactionID), "error": "\(error)"])
         }
     }
 
