@@ -153,15 +153,21 @@ import Testing
             #expect(row.bytesDelivered > 0 && row.bytesDelivered < size)
             #expect(try await fixture.ledger.attempts(of: purchase.transactionId).map(\.outcome) == [.interrupted])
 
-            // Not delivered yet, so not acknowledgeable; a resume that reaches the end delivers it.
+            // Not delivered yet, so not acknowledgeable; the file's tail alone does not deliver it
+            // (most bytes never went out), the rest from where the cut left off does.
             let token = DownloadFixture.token(purchase.transactionId, product: product)
             let early = try await fixture.ack(purchase.transactionId, token: token)
             #expect(early.status == .conflict)
             #expect(try DownloadFixture.code(early) == "not_delivered")
-            let rest = try await fixture.get(
+            let tail = try await fixture.get(
                 "/v1/downloads/\(purchase.transactionId)/content", token: token, headers: [.range: "bytes=-4096"])
-            #expect(rest.status == .partialContent)
-            #expect(Array(buffer: rest.body) == [UInt8](repeating: 0, count: 4096))
+            #expect(tail.status == .partialContent)
+            #expect(Array(buffer: tail.body) == [UInt8](repeating: 0, count: 4096))
+            #expect(try await fixture.eventually { try await fixture.ledger.attempts(of: purchase.transactionId).count == 2 })
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .verified)
+            let cut = try #require(try await fixture.ledger.fulfilment(purchase.transactionId)?.sentBytes?.ranges.first).upperBound
+            let rest = try await DeliveryRecordTests.fetch(fixture, purchase.transactionId, range: "bytes=\(cut + 1)-\(size - 4097)")
+            #expect(rest == (206, Int(size - 4096 - cut - 1)))
             #expect(try await fixture.eventually { try await fixture.ledger.fulfilment(purchase.transactionId)?.state == .delivered })
         }
     }

@@ -42,10 +42,13 @@ import Testing
     /// records nothing unless the app acknowledges. A buyer who follows the 303 (`curl -L`, a patched
     /// app) and never acknowledges, then asks Apple for a refund, must not be answered as
     /// `UNDELIVERED_SERVER_OUTAGE` (the failure was Stockroom's own) for a buyer who may hold the
-    /// whole file: Stockroom cannot tell, and says `UNDELIVERED_OTHER`.
-    @Test func aRedirectedBuyerWhoNeverAcknowledgesIsNotReportedToAppleAsAServerOutage() async throws {
+    /// whole file, nor `UNDELIVERED_OTHER` (nothing went out): Stockroom cannot tell, and says
+    /// nothing, recording the call skipped with why.
+    @Test(arguments: LedgerEngine.allCases) func aRedirectedBuyerWhoNeverAcknowledgesIsNotReportedToAppleAsAServerOutage(
+        _ engine: LedgerEngine
+    ) async throws {
         let bucket = try await Self.bucket()
-        try await DownloadFixture.run(engine: .sqlite, { Self.configure(&$0, bucket, delivery: .redirect) }) { fixture in
+        try await DownloadFixture.run(engine: engine, { Self.configure(&$0, bucket, delivery: .redirect) }) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let claim: [String: Any] = [
                 "productId": DownloadFixture.book, "signedTransaction": purchase.signedTransaction, "consent": true,
@@ -69,15 +72,15 @@ import Testing
                     ])))
             #expect(minted.status == .created)
             #expect(try await fixture.client.execute(uri: "/v1/notifications/appstore", method: .post, body: minted.body).status == .ok)
-            let deadline = ContinuousClock.now + .seconds(15)
-            while ContinuousClock.now < deadline, try await Self.apple(fixture, purchase.transactionId)["consumptionAnswers"] as? Int != 1 {
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            let answer = try #require(try await Self.apple(fixture, purchase.transactionId)["consumption"] as? [String: Any])
-            // Stockroom handed out a presigned URL and the store served every byte: not "our outage, 0% used".
-            #expect(answer["deliveryStatus"] as? String != "UNDELIVERED_SERVER_OUTAGE", "Apple was told: \(answer)")
-            // 0% is what Apple requires with any undelivered status; the status is what must not lie.
-            #expect(answer["deliveryStatus"] as? String == "UNDELIVERED_OTHER", "Apple was told: \(answer)")
+            #expect(
+                try await LifecycleTests.eventually {
+                    try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .consumption)).first?.status == .skipped
+                })
+            let call = try #require(try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .consumption)).first)
+            #expect(call.lastError?.contains("presigned URL") == true, "\(call.lastError ?? "")")
+            // Stockroom handed out a presigned URL and the store served every byte: Apple hears nothing.
+            #expect(try await Self.apple(fixture, purchase.transactionId)["consumptionAnswers"] as? Int == 0)
+            #expect(try await fixture.ledger.fulfilment(purchase.transactionId)?.handedOffAt != nil)
         }
     }
 
