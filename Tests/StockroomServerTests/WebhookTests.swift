@@ -22,6 +22,8 @@ final class WebhookReceiver: @unchecked Sendable {
         case hang(TimeInterval)
         /// Records the request, waits this long, then answers 200.
         case slowAccept(TimeInterval)
+        /// Answers 200 with a body of this many bytes.
+        case acceptWithBody(Int)
     }
 
     /// One request as it arrived, and how it was answered.
@@ -69,6 +71,9 @@ final class WebhookReceiver: @unchecked Sendable {
         case .close: (status, steps) = (nil, [.close])
         case .hang(let seconds): (status, steps) = (nil, [.pause(seconds), .close])
         case .slowAccept(let seconds): (status, steps) = (200, [.pause(seconds), .send(Self.response(200))])
+        case .acceptWithBody(let size):
+            let head = "HTTP/1.1 200 X\r\nContent-Length: \(size)\r\n\r\n"
+            (status, steps) = (200, [.send(head + String(repeating: "x", count: size))])
         }
         lock.withLock { log.append(Received(request: request, answered: status, isSignatureValid: valid)) }
         return steps
