@@ -142,8 +142,9 @@ import Testing
         sent.add(20...30)
         #expect(SentBytes(text: sent.description) == sent)
         #expect(SentBytes(text: "") == SentBytes())
-        for bad in ["5-", "-5", "9-5", "0-5,3-8", "0-5,6-8", "10-20,0-5", "a-b", "0-5,", "+1-2", String(repeating: "1-1,", count: 40) + "99-99"]
-        {
+        for bad in [
+            "5-", "-5", "9-5", "0-5,3-8", "0-5,6-8", "10-20,0-5", "a-b", "0-5,", "+1-2", String(repeating: "1-1,", count: 40) + "99-99",
+        ] {
             #expect(SentBytes(text: bad) == nil, "\(bad)")
         }
     }

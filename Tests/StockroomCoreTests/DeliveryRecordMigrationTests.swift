@@ -25,8 +25,10 @@ import Testing
                           customer_consented)
                         VALUES (?, ?, 'com.example.book', 'com.example.app', 'Production', 'receipt', 'r', ?, ?, ?, ?, ?, ?, ?, 1)
                         """,
-                    arguments: [id, id, delivered ? "delivered" : "verified", Self.now, attempts, bytes, Self.now, Self.now,
-                                delivered ? Self.now : nil])
+                    arguments: [
+                        id, id, delivered ? "delivered" : "verified", Self.now, attempts, bytes, Self.now, Self.now,
+                        delivered ? Self.now : nil,
+                    ])
             }
         }
         try queue.close()

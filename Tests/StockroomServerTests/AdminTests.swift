@@ -101,6 +101,12 @@ import Testing
                 ),
                 ("/v1/admin/fulfilments/2999/reinstate", #"{"reason": "x"}"#, .notFound, "unknown_transaction"),
                 ("/v1/admin/fulfilments/a%20b/reinstate", #"{"reason": "x"}"#, .badRequest, "bad_request"),
+                // The reason becomes the event's `detail`: 500 characters at most, as the console's form.
+                (
+                    "/v1/admin/fulfilments/\(purchase.transactionId)/reinstate",
+                    #"{"reason": ""# + String(repeating: "é", count: 501) + #""}"#,
+                    .badRequest, "bad_request"
+                ),
             ]
             for (uri, body, status, code) in cases {
                 let response = try await Self.admin(fixture, uri, method: .post, body: body)

@@ -56,7 +56,8 @@ import Testing
                 try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .consumption, transactionID: transactionID)).first?.status
                     != .queued
             })
-        return try #require(try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .consumption, transactionID: transactionID)).first)
+        return try #require(
+            try await fixture.ledger.serverCalls(ServerCallListQuery(kind: .consumption, transactionID: transactionID)).first)
     }
 
     static func adminDetail(_ fixture: DownloadFixture, _ transactionID: String) async throws -> [String: Any] {
@@ -119,7 +120,12 @@ import Testing
     /// never went out: not delivered (it was, and `--finish-on delivered` finished it with Apple).
     /// The resume from where the cut left off completes it.
     @Test(arguments: LedgerEngine.allCases) func aCutDownloadAndItsLastByteAreNotDelivered(_ engine: LedgerEngine) async throws {
-        try await DownloadFixture.run(engine: engine, { Self.withHugeProductAndAdmin(&$0); $0.finishOn = .delivered }) { fixture in
+        try await DownloadFixture.run(
+            engine: engine,
+            {
+                Self.withHugeProductAndAdmin(&$0); $0.finishOn = .delivered
+            }
+        ) { fixture in
             let purchase = try await fixture.control.purchase(AttackLimitTests.huge)
             try await Self.cutDownload(fixture, purchase)
             #expect(try await Self.fetch(fixture, purchase.transactionId, range: "bytes=-1") == (206, 1))

@@ -12,7 +12,8 @@ import Testing
 /// state was before, and what it answers after a 2xx does not make it hear the same event again.
 @Suite struct WebhookTruthTests {
     static func admin(_ fixture: DownloadFixture, _ action: String, _ transactionID: String, reason: String) async throws {
-        let response = try await fixture.admin(.post, "fulfilments/\(transactionID)/\(action)", token: AdminTests.token, body: ["reason": reason])
+        let response = try await fixture.admin(
+            .post, "fulfilments/\(transactionID)/\(action)", token: AdminTests.token, body: ["reason": reason])
         #expect(response.status == .ok, "\(action): \(String(buffer: response.body))")
     }
 
@@ -21,7 +22,12 @@ import Testing
     @Test(arguments: LedgerEngine.allCases) func everyRevocationCauseSetOrLiftedReachesTheBackend(_ engine: LedgerEngine) async throws {
         let receiver = try WebhookReceiver(secrets: [WebhookTests.secret])
         defer { receiver.stop() }
-        try await WebhookTests.run(engine: engine, receiver: receiver, { $0.finishOn = nil; $0.adminToken = AdminTests.token }) { fixture in
+        try await WebhookTests.run(
+            engine: engine, receiver: receiver,
+            {
+                $0.finishOn = nil; $0.adminToken = AdminTests.token
+            }
+        ) { fixture in
             let (purchase, _) = try await LifecycleTests.buyAndDownload(fixture)
             let id = purchase.transactionId
             try await Self.admin(fixture, "revoke", id, reason: "chargeback on another card")

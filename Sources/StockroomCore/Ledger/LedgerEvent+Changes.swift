@@ -39,11 +39,13 @@ extension LedgerEvent {
                 changes.append(EventChange(.refunded, detail: after.lastError, cause: after.revokedByOperatorAt == nil ? .refund : nil))
             }
             if lifted.refund {
-                changes.append(EventChange(.revocationLifted, detail: "the refund was reversed; the operator's revocation stands", cause: .refund))
+                changes.append(
+                    EventChange(.revocationLifted, detail: "the refund was reversed; the operator's revocation stands", cause: .refund))
             }
             if lifted.byOperator {
                 changes.append(
-                    EventChange(.revocationLifted, detail: "the operator's revocation was lifted; the refund stands", cause: .operatorAction))
+                    EventChange(
+                        .revocationLifted, detail: "the operator's revocation was lifted; the refund stands", cause: .operatorAction))
             }
             return changes
         case .rejected:

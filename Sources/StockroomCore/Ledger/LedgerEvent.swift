@@ -112,7 +112,8 @@ public struct LedgerEvent: Sendable, Equatable, Codable {
         }
     }
 
-    /// The longest `detail` an event carries, in characters: an operator's reason is cut to it.
+    /// The longest `detail` an event carries, in Unicode scalars (JSON Schema's `maxLength`): a
+    /// longer reason is cut to it.
     public static let detailLimit = 500
 
     /// A new event about `row` as it stands after the change, `sequence` its place among the
@@ -125,7 +126,8 @@ public struct LedgerEvent: Sendable, Equatable, Codable {
             id: eventID, type: type.rawValue, createdAt: RFC3339.utc(now), sequence: sequence, transactionId: row.transactionID,
             originalTransactionId: row.originalTransactionID, productId: row.productID, bundleId: row.bundleID,
             environment: row.environment?.rawValue, appAccountToken: row.appAccountToken, state: row.state.rawValue,
-            detail: detail.map { String($0.prefix(LedgerEvent.detailLimit)) }, cause: cause?.rawValue)
+            detail: detail.map { String(String.UnicodeScalarView($0.unicodeScalars.prefix(LedgerEvent.detailLimit))) },
+            cause: cause?.rawValue)
         return LedgerEvent(
             id: nil, eventID: eventID, type: type, transactionID: row.transactionID, sequence: sequence, body: body.json, createdAt: now,
             fannedOut: false)

@@ -38,7 +38,7 @@ struct ConsoleActions: Sendable {
     static func reason(_ form: ConsoleForm) throws -> String {
         let reason = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard !reason.isEmpty else { throw ConsoleError.badRequest("Give a reason: it is kept in the ledger with the change.") }
-        guard reason.count <= maximumReasonLength else {
+        guard reason.unicodeScalars.count <= maximumReasonLength else {
             throw ConsoleError.badRequest("The reason is longer than \(maximumReasonLength) characters.")
         }
         guard !reason.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {

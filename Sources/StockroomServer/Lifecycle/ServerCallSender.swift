@@ -90,50 +90,51 @@ public struct ServerCallSender: Service, CustomStringConvertible {
             guard let request = UpdateAppAccountTokenRequest(json: call.body) else {
                 return .refused(error: "refused (HTTP 0): no app account token queued with the call")
             }
-            return settle(call, await client.setAppAccountToken(call.transactionID, environment: call.environment, request), body: call.body)
+            return settle(
+                call, await client.setAppAccountToken(call.transactionID, environment: call.environment, request), body: call.body)
         }
     }
 
     /// A refund request's answer, built from the ledger as it stands now; nothing is sent when the
     /// ledger cannot support an answer (recorded skipped, with why), nor without consent.
     private func sendConsumption(_ call: ServerCall) async -> ServerCallResult {
-            // A ledger that cannot be read leaves the call queued for the next try: neither "no
-            // consent" nor "not rescinded" is assumed.
-            let row: Fulfilment?
-            let rescission: ConsentRescission?
-            do {
-                row = try await ledger.fulfilment(call.transactionID)
-                let environment = row?.environment ?? call.environment
-                if let app = call.appTransactionID ?? row?.appTransactionID {
-                    rescission = try await ledger.consentRescission(of: app, environment: environment)
-                } else {
-                    rescission = nil
-                }
-            } catch {
-                return settle(call, .retryLater(reason: "the ledger could not be read: \(error)", after: nil), body: nil)
+        // A ledger that cannot be read leaves the call queued for the next try: neither "no
+        // consent" nor "not rescinded" is assumed.
+        let row: Fulfilment?
+        let rescission: ConsentRescission?
+        do {
+            row = try await ledger.fulfilment(call.transactionID)
+            let environment = row?.environment ?? call.environment
+            if let app = call.appTransactionID ?? row?.appTransactionID {
+                rescission = try await ledger.consentRescission(of: app, environment: environment)
+            } else {
+                rescission = nil
             }
-            // Consent rescinded after the answer was queued: it is not sent.
-            if let rescission { return .refused(error: "refused (HTTP 0): \(rescission.reason)") }
-            // One indexed query for this transaction's kept proofs (both ledgers answer it). A
-            // ledger that cannot answer leaves the call queued: "no outage" is not assumed.
-            let kept: [PendingProof]
-            do {
-                kept = try await ledger.pendingProofs(keptUnder: call.transactionID, limit: PendingProof.perTransaction)
-            } catch {
-                return settle(call, .retryLater(reason: "the ledger could not be read: \(error)", after: nil), body: nil)
-            }
-            let answer = ConsumptionAnswer.build(
-                row: row, pendingProof: kept.contains { $0.status == .pending },
-                product: row.flatMap { catalog.catalog.product(id: $0.productID) }, refundPreference: refundPreference)
-            switch answer {
-            case .withhold(let reason):
-                return .skipped(reason: "no consumption answer: \(reason)")
-            case .send(let information):
-                guard information.customerConsented else { return .refused(error: "refused (HTTP 0): no customer consent on record") }
-                let body = (try? JSONEncoder.sorted.encode(information)).map { String(decoding: $0, as: UTF8.self) }
-                return settle(
-                    call, await client.sendConsumptionInformation(call.transactionID, environment: call.environment, information), body: body)
-            }
+        } catch {
+            return settle(call, .retryLater(reason: "the ledger could not be read: \(error)", after: nil), body: nil)
+        }
+        // Consent rescinded after the answer was queued: it is not sent.
+        if let rescission { return .refused(error: "refused (HTTP 0): \(rescission.reason)") }
+        // One indexed query for this transaction's kept proofs (both ledgers answer it). A
+        // ledger that cannot answer leaves the call queued: "no outage" is not assumed.
+        let kept: [PendingProof]
+        do {
+            kept = try await ledger.pendingProofs(keptUnder: call.transactionID, limit: PendingProof.perTransaction)
+        } catch {
+            return settle(call, .retryLater(reason: "the ledger could not be read: \(error)", after: nil), body: nil)
+        }
+        let answer = ConsumptionAnswer.build(
+            row: row, pendingProof: kept.contains { $0.status == .pending },
+            product: row.flatMap { catalog.catalog.product(id: $0.productID) }, refundPreference: refundPreference)
+        switch answer {
+        case .withhold(let reason):
+            return .skipped(reason: "no consumption answer: \(reason)")
+        case .send(let information):
+            guard information.customerConsented else { return .refused(error: "refused (HTTP 0): no customer consent on record") }
+            let body = (try? JSONEncoder.sorted.encode(information)).map { String(decoding: $0, as: UTF8.self) }
+            return settle(
+                call, await client.sendConsumptionInformation(call.transactionID, environment: call.environment, information), body: body)
+        }
     }
 
     private func settle(_ call: ServerCall, _ outcome: ServerAPICallOutcome, body: String?) -> ServerCallResult {

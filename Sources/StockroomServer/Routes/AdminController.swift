@@ -50,7 +50,8 @@ struct AdminController<Context: RequestContext> {
         let id = try Self.transactionID(context)
         guard let row = try await ledger.fulfilment(id) else { throw DownloadError.refused(.unknownTransaction(id)) }
         return OperatorFulfilment(
-            row, attempts: try await ledger.attempts(of: id), calls: try await ledger.serverCalls(ServerCallListQuery(transactionID: id, limit: 10)),
+            row, attempts: try await ledger.attempts(of: id),
+            calls: try await ledger.serverCalls(ServerCallListQuery(transactionID: id, limit: 10)),
             rescission: try await ledger.consentRescission(of: row))
     }
 
@@ -128,7 +129,7 @@ struct AdminController<Context: RequestContext> {
         }
         guard !reason.trimmingCharacters(in: .whitespaces).isEmpty else { throw malformed }
         // The reason is the event's `detail`, which a backend reads: bounded as the console bounds it.
-        guard reason.count <= LedgerEvent.detailLimit else {
+        guard reason.unicodeScalars.count <= LedgerEvent.detailLimit else {
             throw AdminError.badRequest("the reason is at most \(LedgerEvent.detailLimit) characters")
         }
         return reason
