@@ -176,7 +176,10 @@ public struct LocalContentStore: ContentStore {
             }
         } catch {
             finished.set()
-            for pending in queued { _ = try? await pending.written.get() }
+            // A region the socket took before the failure went out, and counts.
+            for pending in queued {
+                if (try? await pending.written.get()) != nil { progress(pending.count) }
+            }
             _ = try? handle.takeDescriptorOwnership()
             throw cutShort.isSet ? ContentError.changedSinceHashed(content.representation.path) : error
         }

@@ -30,7 +30,14 @@ import Testing
             let from = try #require(Self.resumedFrom(events), "\(events.requests)")
             #expect(from > 0 && from < Self.size)
             #expect(events.all.contains(.interrupted(transactionID: purchase.transactionID, bytes: from)), "resumed from its byte count")
-            #expect(events.requests == ["POST 200", "GET 206 from \(from)", "ack 200"])
+            // The cut may leave the app bytes the server could not count (a region the socket took
+            // only in part): then the ack meets 409 until the app fetches, from what the server
+            // says it recorded, the bytes it missed: a range before `from`, never the whole file.
+            #expect(Array(events.requests.prefix(2)) == ["POST 200", "GET 206 from \(from)"], "\(events.requests)")
+            #expect(events.requests.last == "ack 200")
+            let refetched = events.requests.dropFirst(2).filter { $0.hasPrefix("GET 206 from ") }
+            #expect(refetched.allSatisfy { (Int64($0.dropFirst("GET 206 from ".count)) ?? .max) < from }, "\(events.requests)")
+            #expect(events.requests.filter { $0 == "ack 409" }.count <= 3, "\(events.requests)")
             #expect(try await fixture.verifications() == 1, "no second verification upstream")
             #expect(try await fixture.state(purchase.transactionID) == .acknowledged)
         }

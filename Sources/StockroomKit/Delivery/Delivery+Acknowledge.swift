@@ -6,8 +6,9 @@ import Foundation
 extension Delivery {
     /// `POST /v1/downloads/{tx}/ack` for a file in place, then the report. The server records a
     /// delivery just after the body went out, so a quick ack can meet 409 `not_delivered`: it is
-    /// asked again a few times, and once the last byte is fetched again (a resume that reaches
-    /// the end counts as a delivery).
+    /// asked again a few times, and once the bytes the server has no record of sending are
+    /// fetched again (it records a delivery only once every byte went out, and a cut transfer may
+    /// have brought the app bytes the server could not count).
     func acknowledge(_ entry: inout JournalEntry) async -> DeliveryOutcome {
         var notDelivered = 0
         var transportFailures = 0
@@ -57,7 +58,7 @@ extension Delivery {
             }
             if status == 409, code == "not_delivered" {
                 notDelivered += 1
-                if notDelivered == 10 { await fetchLastByte(entry) }
+                if notDelivered == 3 { await fetchUnrecorded(entry) }
                 if notDelivered > 20 {
                     return settle(
                         &entry,
@@ -106,17 +107,64 @@ extension Delivery {
         }
     }
 
-    /// Fetches the file's last byte again, so the server sees a transfer that reached the end.
-    private func fetchLastByte(_ entry: JournalEntry) async {
+    /// Fetches again, reading and dropping them, the ranges of the file the server has no record
+    /// of sending (`GET /v1/downloads/{tx}`'s `sentBytes`), so that its record covers the file. A
+    /// server that does not say which bytes it sent gets the last byte, as servers before it
+    /// counted a transfer that reached the end as a delivery.
+    private func fetchUnrecorded(_ entry: JournalEntry) async {
         guard let token = entry.token, let location = entry.location, let target = origin.url(location), let size = entry.expectedSize,
             size > 0
         else {
             return
         }
-        var request = URLRequest(url: target)
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-        request.setValue("bytes=\(size - 1)-", forHTTPHeaderField: "Range")
-        let result = await transport.collect(request, limit: 1 << 20)
-        emitResponse(entry.transactionID, "GET", location, rangeStart: size - 1, result)
+        let statusPath = "/v1/downloads/\(entry.serverTransactionID ?? entry.transactionID)"
+        var ask = URLRequest(url: endpoint(statusPath))
+        ask.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        let status = await transport.collect(ask, limit: 64 << 10)
+        emitResponse(entry.transactionID, "GET", statusPath, rangeStart: nil, status)
+        let recorded = status.response?.statusCode == 200 ? ServerJSON.decode(RecordedBytes.self, from: status.body) : nil
+        let missing = recorded.flatMap { $0.missing(size: size) } ?? [(size - 1)...(size - 1)]
+        for range in missing {
+            var request = URLRequest(url: target)
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            request.setValue("bytes=\(range.lowerBound)-\(range.upperBound)", forHTTPHeaderField: "Range")
+            let result = await transport.send(request) { response in response.statusCode == 206 ? .discard : .memory(limit: 64 << 10) }
+            emitResponse(entry.transactionID, "GET", location, rangeStart: range.lowerBound, result)
+            guard result.complete, result.response?.statusCode == 206 else { return }
+        }
+    }
+}
+
+/// What `GET /v1/downloads/{tx}` says the server sent of the file: `sentBytes`, `first-last`
+/// ranges in order, each once. Read as a stranger's answer: anything out of order, overlapping,
+/// past the file or more than 64 ranges is not used.
+struct RecordedBytes: Decodable, Sendable {
+    var sentBytes: String?
+
+    /// The ranges of a file of `size` bytes not in `sentBytes`, in order; nil when the server
+    /// did not say, or said something that cannot be right.
+    func missing(size: Int64) -> [ClosedRange<Int64>]? {
+        guard let sentBytes, size > 0 else { return nil }
+        var sent: [ClosedRange<Int64>] = []
+        if !sentBytes.isEmpty {
+            let parts = sentBytes.split(separator: ",", omittingEmptySubsequences: false)
+            guard parts.count <= 64 else { return nil }
+            for part in parts {
+                let bounds = part.split(separator: "-", omittingEmptySubsequences: false)
+                guard bounds.count == 2, bounds.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }),
+                    let first = Int64(bounds[0]), let last = Int64(bounds[1]), first <= last, (last < size),
+                    first > (sent.last?.upperBound ?? -1)
+                else { return nil }
+                sent.append(first...last)
+            }
+        }
+        var missing: [ClosedRange<Int64>] = []
+        var next: Int64 = 0
+        for range in sent {
+            if range.lowerBound > next { missing.append(next...(range.lowerBound - 1)) }
+            next = range.upperBound + 1
+        }
+        if next < size { missing.append(next...(size - 1)) }
+        return missing
     }
 }

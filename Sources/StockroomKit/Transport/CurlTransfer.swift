@@ -177,6 +177,8 @@
                     return false
                 }
                 body.append(contentsOf: bytes)
+            case .discard:
+                break
             case .stop:
                 stopped = true
                 return false

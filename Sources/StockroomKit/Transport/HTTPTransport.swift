@@ -9,6 +9,9 @@ enum BodyDisposition: Sendable {
     case file(BodyFile)
     /// Keep up to `limit` bytes in memory (JSON answers, error bodies).
     case memory(limit: Int)
+    /// Read the body to its end and keep none of it: bytes the app holds already, sent again so
+    /// that the server records them.
+    case discard
     /// Stop the transfer: the head said all that was needed.
     case stop
     /// Stop the transfer: the body has nowhere to go.
@@ -202,6 +205,8 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 transfer.failure = URLError(.dataLengthExceedsMaximum)
                 dataTask.cancel()
             }
+        case .discard:
+            break
         case .stop:
             transfer.stopped = true
             dataTask.cancel()

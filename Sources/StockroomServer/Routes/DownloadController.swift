@@ -208,7 +208,7 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
             state: row.state.rawValue, bytesDelivered: row.bytesDelivered, attempts: row.attempts, safeToFinish: row.state.isSafeToFinish,
             delivered: row.state == .delivered || row.state == .acknowledged, finishedByServer: row.finishedAt != nil,
             finishedAt: row.finishedAt.map(OperatorJSON.date), size: size, environment: row.environment?.rawValue,
-            expiresAt: row.expiresAt.map(OperatorJSON.date))
+            expiresAt: row.expiresAt.map(OperatorJSON.date), sentBytes: row.sentBytes?.description)
         let data = OperatorJSON.data(status)
         return Response(
             status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
@@ -231,6 +231,9 @@ struct DownloadStatus: Encodable {
     var size: Int64?
     var environment: String?
     var expiresAt: String?
+    /// The bytes the ledger records as sent, `first-last` ranges: an app that holds the file
+    /// fetches the others again to make its delivery recorded.
+    var sentBytes: String?
 }
 
 extension HTTPField.Name {
