@@ -131,12 +131,12 @@ public enum EntitlementRules {
             // The new row carries every cause standing on the purchase as well as this one: a
             // restore first seen revoked by a refund, on a purchase an operator revoked, must not
             // come back when the refund is reversed while the operator's revocation stands.
-            let standing = purchase.standingRevocation
-            let causes =
-                cause == .operatorAction
-                ? (byOperator: standing.byOperator ?? now, byRefund: standing.byRefund)
-                : (byOperator: standing.byOperator, byRefund: standing.byRefund ?? now)
-            insertRevoked(revoked, causes: causes, reason: reason, purchase: &purchase, now: now)
+            var (byOperator, byRefund) = purchase.standingRevocation
+            switch cause {
+            case .operatorAction: byOperator = byOperator ?? now
+            case .refund: byRefund = byRefund ?? now
+            }
+            insertRevoked(revoked, causes: (byOperator, byRefund), reason: reason, purchase: &purchase, now: now)
         }
         var changed: [Fulfilment] = []
         for var row in purchase.all {
