@@ -178,8 +178,14 @@ import Testing
             let claimed = try await fixture.post(purchase)
             #expect(claimed.status == .seeOther)
             let token = try #require(claimed.headers[.init("X-Download-Token")!])
+            let claimURL = try #require(claimed.headers[.location])
+            #expect(claimURL.contains("versionId="), "a versioned bucket's URL names no version")
             let replacement = sampleBytes(count: 20_000, seed: 70)
             try await client.put("shop/books/book.epub", body: replacement, contentType: "application/epub+zip")
+            // The claim's URL, followed after the replace (an app that waited), still serves the bytes hashed.
+            let late = try await ObjectStorageTests.fetch(claimURL)
+            let lateServed = late.status == 200 && late.body == ServerFixture.book
+            #expect(lateServed, "the claim's URL served other bytes after a replace: \(late.status)")
             let resumed = try await fixture.get("/v1/downloads/\(purchase.transactionId)/content", token: token)
             if resumed.status == .temporaryRedirect {
                 #expect(resumed.headers[.init("Repr-Digest")!] == "sha-256=:\(ByteEncoding.base64(SHA256.hash(ServerFixture.book))):")
