@@ -7,15 +7,21 @@ import NIOCore
 /// Content kept in a bucket, streamed through Stockroom (`--content-delivery stream`): for buckets
 /// that must stay private to the server.
 ///
-/// The object is read in one GET per response (the range asked), with `If-Match` on the ETag the
-/// catalogue hashed. On a live connection the store transfer's thread writes it below
-/// Hummingbird's writer (`DirectStream`, 6 MiB at most per download); without one, through a pipe
-/// to Hummingbird's writer (`ChunkPipe`). Either way memory stays bounded whatever the object's
-/// size, and the slowest side sets the pace (the store's transfer waits for the client).
-/// A transfer the store breaks off is asked for again from where it stopped, `attempts` times in a
-/// row at most; an object replaced under the catalogue is refused (412), never sent with the old
-/// digest. One GET per response, not one per chunk: a store's first byte costs milliseconds (4 ms
-/// on SeaweedFS on loopback, tens on S3), which per 1 MiB chunk held a stream to 119 MB/s.
+/// The object is read in one GET per response (the range asked, widened to whole blocks), with
+/// `If-Match` on the ETag the catalogue hashed. On a live connection the store transfer's thread
+/// writes it below Hummingbird's writer (`DirectStream`, 7 MiB at most per download with the block
+/// being checked); without one, through a pipe to Hummingbird's writer (`ChunkPipe`). Either way
+/// memory stays bounded whatever the object's size, and the slowest side sets the pace (the
+/// store's transfer waits for the client).
+///
+/// Every byte is checked before it is sent, in ranges too: the store is asked for whole 1 MiB
+/// blocks, and each block's CRC-32C must be the one computed when the object was hashed
+/// (`BlockGate`); a block that fails ends the response with `ContentError.changedSinceHashed`,
+/// and not a byte of it is sent. A transfer the store breaks off is asked for again from the start
+/// of the block it stopped in, `attempts` times in a row at most; an object replaced under the
+/// catalogue is refused (412), never sent with the old digest. One GET per response, not one per
+/// chunk: a store's first byte costs milliseconds (4 ms on SeaweedFS on loopback, tens on S3),
+/// which per 1 MiB chunk held a stream to 119 MB/s.
 public struct ObjectContentStore: ContentStore {
     public let client: S3Client
     public let attempts: Int
@@ -39,9 +45,10 @@ public struct ObjectContentStore: ContentStore {
         } catch {
             throw failure(error, key: key, operation: "head")
         }
-        // An object the catalogue has not hashed (no ETag, no CRC-32C to check its bytes against)
-        // is never streamed.
-        guard head.size == representation.size, let etag = representation.objectETag, head.etag == etag, representation.objectCRC32C != nil
+        // An object the catalogue has not hashed (no ETag, no block CRC-32C to check its bytes
+        // against) is never streamed.
+        guard head.size == representation.size, let etag = representation.objectETag, head.etag == etag,
+            representation.objectBlockCRC32C?.count == ObjectDigest.blockCount(size: representation.size)
         else {
             heads.forget(key)
             StockroomMetrics.objectStoreError(operation: "head", .changed(key: key))
@@ -59,16 +66,12 @@ public struct ObjectContentStore: ContentStore {
         let key = content.absolutePath
         let etag = content.representation.objectETag
         let client = self.client
-        // A whole body is checked on the way against the CRC-32C computed with the published
-        // SHA-256, and its last piece withheld until it matches: a store (or a link to it) that
-        // sends other bytes never completes a download. (SHA-256 here held a stream to half the
-        // speed of a plain copy on two cores; the client checks the SHA-256 itself.)
-        let check: BodyCheck? =
-            range.lowerBound == 0 && range.upperBound == content.representation.size - 1
-            ? content.representation.objectCRC32C.map(BodyCheck.init(expected:)) : nil
+        // Each block against the CRC-32C computed with the published SHA-256, before a byte of it
+        // is sent (SHA-256 here held a stream to half the speed of a plain copy on two cores; the
+        // client checks the SHA-256 of a whole body itself, and cannot check a range's).
+        let blocks = Blocks(size: content.representation.size, expected: content.representation.objectBlockCRC32C ?? [])
         if let direct {
-            try await write(
-                key, etag: etag, range: range, check: check, through: DirectStream(direct: direct, check: check, progress: progress))
+            try await write(key, etag: etag, range: range, blocks: blocks, through: DirectStream(direct: direct, progress: progress))
             return
         }
         var offset = range.lowerBound
@@ -77,12 +80,12 @@ public struct ObjectContentStore: ContentStore {
         while offset <= range.upperBound {
             // One GET for the rest of the range; the pipe holds at most a megabyte of it, so the
             // store's transfer waits for the slowest reader.
-            let pipe = ChunkPipe(check: check)
-            let rest = offset...range.upperBound
+            let pipe = ChunkPipe()
+            let gate = blocks.gate(offset...range.upperBound) { pipe.put($0) }
             let transfer = Task { () -> Result<Int64, ObjectStoreError> in
                 defer { pipe.finish() }
                 do throws(ObjectStoreError) {
-                    return .success(try await client.stream(key, range: rest, ifMatch: etag) { pipe.put($0) })
+                    return .success(try await client.stream(key, range: gate.storeRange, ifMatch: etag) { gate.put($0) })
                 } catch {
                     return .failure(error)
                 }
@@ -109,6 +112,7 @@ public struct ObjectContentStore: ContentStore {
                 throw error
             }
             let outcome = await transfer.value
+            try refuseUnless(gate, key: key)
             if case .failure(let error) = outcome, !error.isTransient || failures + 1 >= attempts {
                 throw failure(error, key: key, operation: "read")
             }
@@ -123,7 +127,6 @@ public struct ObjectContentStore: ContentStore {
                 try await Task.sleep(for: .milliseconds(100 * (failures + 1)))
             }
         }
-        try refuseUnless(check, key: key)
         if let last = withheld {
             try await writer.write(last)
             progress(last.readableBytes)
@@ -132,7 +135,7 @@ public struct ObjectContentStore: ContentStore {
 
     /// On a live connection: the store transfer's thread writes each piece straight to the channel
     /// (`DirectStream`), so no task stands between the two threads that touch the bytes.
-    private func write(_ key: String, etag: String?, range: ClosedRange<Int64>, check: BodyCheck?, through stream: DirectStream)
+    private func write(_ key: String, etag: String?, range: ClosedRange<Int64>, blocks: Blocks, through stream: DirectStream)
         async throws
     {
         do {
@@ -144,15 +147,15 @@ public struct ObjectContentStore: ContentStore {
                 // A transfer abandoned by its deadline may still have a thread in `put`: each
                 // transfer has its own number, and an earlier one's bytes are refused.
                 let transfer = stream.beginTransfer()
+                let gate = blocks.gate(offset...range.upperBound) { stream.put($0, transfer: transfer) }
                 let outcome: Result<Int64, ObjectStoreError>
                 do throws(ObjectStoreError) {
-                    outcome = .success(
-                        try await client.stream(key, range: offset...range.upperBound, ifMatch: etag) { stream.put($0, transfer: transfer) }
-                    )
+                    outcome = .success(try await client.stream(key, range: gate.storeRange, ifMatch: etag) { gate.put($0) })
                 } catch {
                     outcome = .failure(error)
                 }
                 if let gone = stream.failure { throw gone }  // the client went away
+                try refuseUnless(gate, key: key)
                 offset = range.lowerBound + stream.accepted
                 if case .failure(let error) = outcome, !error.isTransient || failures + 1 >= attempts {
                     throw failure(error, key: key, operation: "read")
@@ -168,8 +171,6 @@ public struct ObjectContentStore: ContentStore {
             }
             _ = stream.beginTransfer()  // none after the last
             try await stream.settle()
-            stream.checkRest()
-            try refuseUnless(check, key: key)
             try await stream.sendRest()
         } catch {
             // The response fails, and with it the connection: close it now, so the pieces it
@@ -180,17 +181,28 @@ public struct ObjectContentStore: ContentStore {
         }
     }
 
-    /// Throws (and says so) when a whole body's CRC-32C is not the one computed with the digest.
-    private func refuseUnless(_ check: BodyCheck?, key: String) throws {
-        guard let check, !check.matches else { return }
+    /// Throws (and says so) when a block's CRC-32C was not the one computed with the digest.
+    private func refuseUnless(_ gate: BlockGate, key: String) throws {
+        guard let block = gate.failedBlock else { return }
+        heads.forget(key)
         StockroomMetrics.objectStoreError(operation: "read", .badAnswer("checksum"))
         logger.error(
             """
-            the object store sent bytes whose CRC-32C is not the one computed with the published SHA-256; the download was cut before \
-            its end
+            the object store sent bytes whose CRC-32C is not the one computed with the published SHA-256; none of them was sent and \
+            the response was cut
             """,
-            metadata: ["key": .string(key)])
+            metadata: ["key": .string(key), "block": "\(block)"])
         throw ContentError.changedSinceHashed(key)
+    }
+
+    /// An object's size and block CRC-32C, which make the gate of each transfer.
+    private struct Blocks {
+        let size: Int64
+        let expected: [UInt32]
+
+        func gate(_ wanted: ClosedRange<Int64>, downstream: @escaping (UnsafeRawBufferPointer) -> Bool) -> BlockGate {
+            BlockGate(size: size, expected: expected, wanted: wanted, downstream: downstream)
+        }
     }
 
     private func failure(_ error: ObjectStoreError, key: String, operation: String) -> ContentError {
@@ -237,12 +249,6 @@ final class ChunkPipe: @unchecked Sendable {
     private var reader: CheckedContinuation<ByteBuffer?, Never>?
     // The transfer's thread alone (and `finish`, which runs after its last `put`):
     private var filling: ByteBuffer?
-    /// Fed on the transfer's thread, a full piece at a time, while the event loop writes.
-    private let check: BodyCheck?
-
-    init(check: BodyCheck? = nil) {
-        self.check = check
-    }
 
     /// The transfer's side: false once the reader has gone.
     func put(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -271,7 +277,6 @@ final class ChunkPipe: @unchecked Sendable {
     /// The transfer ended (whole, cut, or refused).
     func finish() {
         let last = filling.take()
-        if let last { check?.update(last) }
         condition.lock()
         if let last, last.readableBytes > 0 { pieces.append(last) }
         finished = true
@@ -316,7 +321,6 @@ final class ChunkPipe: @unchecked Sendable {
 
     /// A full piece for the reader; waits while four are waiting.
     private func hand(_ piece: ByteBuffer) -> Bool {
-        check?.update(piece)
         condition.lock()
         while pieces.count >= Self.capacity && !closed { condition.wait() }
         guard !closed else {
@@ -363,12 +367,11 @@ final class ChunkPipe: @unchecked Sendable {
 /// bytes into 1 MiB pieces and writes each full piece straight to the channel, waiting while
 /// two are unconfirmed; the event loop confirms a piece once the socket took it, and the piece is
 /// then filled again (no fresh memory, no page faults). The last piece is withheld until the
-/// transfer ended and the body's check passed. At most four pieces (4 MiB) in use per download, two
+/// transfer ended. At most four pieces (4 MiB) in use per download, two
 /// with the channel, the one withheld, the one filling, and two confirmed ones kept for filling:
-/// 6 MiB, and libcurl's own 1 MiB buffer.
+/// 6 MiB, the gate's block being checked (`BlockGate`, 1 MiB), and libcurl's own 1 MiB buffer.
 final class DirectStream: @unchecked Sendable {
     private let direct: DirectBody
-    private let check: BodyCheck?
     private let progress: @Sendable (Int) -> Void
 
     /// Everything below is under it; `put` holds it but while it waits. The confirmations run on
@@ -388,9 +391,8 @@ final class DirectStream: @unchecked Sendable {
     private var unsent: [ByteBuffer] = []
     private var acceptedBytes: Int64 = 0
 
-    init(direct: DirectBody, check: BodyCheck?, progress: @escaping @Sendable (Int) -> Void) {
+    init(direct: DirectBody, progress: @escaping @Sendable (Int) -> Void) {
         self.direct = direct
-        self.check = check
         self.progress = progress
     }
 
@@ -425,7 +427,6 @@ final class DirectStream: @unchecked Sendable {
                 filling = piece
                 continue
             }
-            check?.update(piece)
             unsent.append(piece)
             while unsent.count > 1 {
                 guard send(unsent[0], transfer: current) else { return false }
@@ -453,13 +454,6 @@ final class DirectStream: @unchecked Sendable {
             }
         }
         if let failure { throw failure }
-    }
-
-    /// The piece still filling joins the check, once the last transfer ended.
-    func checkRest() {
-        condition.withLock {
-            if let last = filling, last.readableBytes > 0 { check?.update(last) }
-        }
     }
 
     /// The withheld piece and the last one, once checked.
@@ -512,20 +506,4 @@ final class DirectStream: @unchecked Sendable {
         }
         return nil
     }
-}
-
-/// The CRC-32C of a streamed body against the one expected, fed by one thread at a time.
-final class BodyCheck: @unchecked Sendable {
-    private let expected: UInt32
-    private var crc = CRC32C()
-
-    init(expected: UInt32) {
-        self.expected = expected
-    }
-
-    func update(_ piece: ByteBuffer) {
-        piece.withUnsafeReadableBytes { crc.update($0) }
-    }
-
-    var matches: Bool { crc.value == expected }
 }

@@ -19,7 +19,8 @@ struct ContentCommand: AsyncParsableCommand {
             discussion: """
                 The SHA-256 is computed from the bytes as they are sent. Running servers publish the product at their next \
                 poll (--s3-poll-interval). Replacing the object of a product already published makes its downloads answer \
-                503 content_changing until then; push to a new --key to avoid that.
+                503 content_changing until then; pushing without --key (a new key) avoids that. A push never writes over \
+                another product's object, an object the catalogue does not name, or the catalogue itself.
                 """)
 
         @OptionGroup var options: ServerOptions
@@ -36,7 +37,12 @@ struct ContentCommand: AsyncParsableCommand {
         @Option(help: "non-consumable, consumable, auto-renewable or non-renewing (needed for a new product).")
         var type: String?
 
-        @Option(help: "The object's key under the prefix (default: the product's current key, else the file's name).")
+        @Option(
+            help: """
+                The object's key under the prefix. Default: the file's name, else (when the catalogue or the bucket already has \
+                it) the name with the content version, e.g. level.v2.pak. Never another product's key nor the catalogue's; an \
+                object already there is replaced only when it is this product's own.
+                """)
         var key: String?
 
         @Option(help: "MIME type of the content (default: the product's, else guessed from the extension).")
@@ -109,15 +115,11 @@ struct BucketCatalog {
         let existing = index.map { catalogFile.products[$0] }
         guard existing != nil || (title != nil && type != nil) else { fail("\(productID) is a new product: give --title and --type") }
         let version = contentVersion ?? existing.map { Self.nextVersion($0.contentVersion) } ?? "1"
-        // A product's new content goes to a new key unless --key says otherwise: the object the
-        // catalogue publishes stays as it is until the catalogue names the new one.
-        var relative = key ?? URL(fileURLWithPath: file).lastPathComponent
-        let live = Set(catalogFile.products.compactMap(\.file))
-        if key == nil, live.contains(relative) { relative = Self.versioned(relative, version) }
+        let target = await self.target(
+            file: file, key: key, version: version, own: existing?.file,
+            others: Set(catalogFile.products.indices.filter { $0 != index }.compactMap { catalogFile.products[$0].file }))
+        let relative = target.relative
         let objectKey = location.key(relative)
-        guard ObjectKey.isValid(objectKey) else {
-            fail("the key \"\(objectKey)\" is not valid (letters, digits and - _ . / + = , @ ~ !, no empty, . or .. segment); choose --key")
-        }
         let entry = CatalogFile.Entry(
             productId: productID, title: title ?? existing?.title, type: type ?? existing?.type, file: relative,
             contentType: contentType ?? existing?.contentType ?? MediaTypes.guess(forPath: relative), contentVersion: version,
@@ -127,18 +129,26 @@ struct BucketCatalog {
         let (_, problems, _) = CatalogLoader.checkFields(entry, position: (index ?? catalogFile.products.count) + 1, firstPosition: &seen)
         guard problems.isEmpty else { fail(problems.joined(separator: "\n")) }
         if let index { catalogFile.products[index] = entry } else { catalogFile.products.append(entry) }
-        let replacesLive = live.contains(relative)
+        // Only this product's own object is ever written over, and only when --key names it; any
+        // other write is a conditional create, which the store refuses where an object already is.
+        let replacesLive = target.replacesOwn
 
         let started = ContinuousClock.now
         let uploaded: ObjectUpload.Result
         do {
             uploaded = try await ObjectUpload(client: client).upload(
-                file, to: objectKey, contentType: entry.contentType ?? "application/octet-stream"
+                file, to: objectKey, contentType: entry.contentType ?? "application/octet-stream", createOnly: !replacesLive
             ) {
                 sent, total in
                 let percent = total > 0 ? sent * 100 / total : 100
                 FileHandle.standardError.write(Data("pushed \(Self.mebibytes(sent)) of \(Self.mebibytes(total)) (\(percent)%)\n".utf8))
             }
+        } catch ObjectStoreError.exists {
+            fail(
+                """
+                an object is already at s3://\(location.bucket)/\(objectKey) and the catalogue does not name it for \(productID): \
+                nothing was written; choose another --key (or remove that object)
+                """)
         } catch {
             fail("the upload of \(file) to s3://\(location.bucket)/\(objectKey) failed: \(error)")
         }
@@ -186,6 +196,65 @@ struct BucketCatalog {
             """
         )
         print("\(loader.catalogName) written (\(catalogFile.products.count) products); running servers publish it at their next poll")
+    }
+
+    /// Where a push writes: `relative` under the prefix, and whether that is the product's own
+    /// live object, replaced because `--key` names it.
+    struct Target {
+        var relative: String
+        var replacesOwn: Bool
+    }
+
+    /// The key a push writes, never one the catalogue names for another product nor the
+    /// catalogue's own. With `--key`, that key (this product's live object may be replaced; any
+    /// other object there makes the conditional create fail). Without, the file's name, or, when
+    /// that is taken (named by the catalogue, or an object already there), the name with the
+    /// content version (`level.v2.pak`, then `level.v2-2.pak` …): a new key the servers publish at
+    /// their next poll while the live object stays as it is.
+    private func target(file: String, key: String?, version: String, own: String?, others: Set<String>) async -> Target {
+        var catalogKey: String?
+        if case .object(let catalogClient, let key) = loader.catalog, catalogClient.bucket == location.bucket { catalogKey = key }
+        func check(_ relative: String) {
+            let objectKey = location.key(relative)
+            guard ObjectKey.isValid(objectKey) else {
+                fail(
+                    """
+                    the key "\(objectKey)" is not valid (letters, digits and - _ . / + = , @ ~ !, no empty, . or .. segment); \
+                    choose --key
+                    """)
+            }
+        }
+        if let key {
+            check(key)
+            if location.key(key) == catalogKey {
+                fail("s3://\(location.bucket)/\(location.key(key)) is the catalogue (--catalog): choose another --key; nothing was written")
+            }
+            if others.contains(key) {
+                fail(
+                    """
+                    s3://\(location.bucket)/\(location.key(key)) is another product's live object: choose another --key; nothing \
+                    was written
+                    """)
+            }
+            return Target(relative: key, replacesOwn: key == own)
+        }
+        let name = URL(fileURLWithPath: file).lastPathComponent
+        var candidates = [name, Self.versioned(name, version)]
+        candidates += (2...20).map { Self.versioned(name, "\(version)-\($0)") }
+        for candidate in candidates {
+            check(candidate)
+            guard candidate != own, !others.contains(candidate), location.key(candidate) != catalogKey else { continue }
+            // A HEAD to skip a key already in use; the conditional create is what makes it safe.
+            do throws(ObjectStoreError) {
+                _ = try await client.head(location.key(candidate))
+                continue
+            } catch .missing {
+                return Target(relative: candidate, replacesOwn: false)
+            } catch {
+                fail("s3://\(location.bucket)/\(location.key(candidate)) cannot be checked: \(error)")
+            }
+        }
+        fail("every key tried for \(name) (up to \(candidates.last ?? name)) is in use: choose --key")
     }
 
     /// Removes an object this push uploaded when the catalogue will not name it (never one the

@@ -164,7 +164,7 @@ struct UpstreamOptions: ParsableArguments {
         if let bundleID = bundleId ?? environment["STOCKROOM_BUNDLE_ID"] { configuration.bundleID = bundleID }
         if let text = upstream ?? environment["STOCKROOM_UPSTREAM"] {
             guard let upstream = UpstreamSetting(argument: text) else {
-                throw ValidationError("upstream must be simulator, apple, or an http(s) URL, not \"\(text)\"")
+                throw ValidationError("upstream must be simulator, apple, or an http(s) URL, not \"\(URLText.redacted(text))\"")
             }
             configuration.upstream = upstream
         }

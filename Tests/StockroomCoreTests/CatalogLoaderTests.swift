@@ -176,13 +176,47 @@ import Testing
     /// An object's entry keeps both digests against the object's size and ETag; one written
     /// without a CRC-32C (before streams were checked by it) reads as unhashed, so the object is
     /// hashed again rather than streamed unchecked.
+    /// The hasher's block CRC-32C are each 1 MiB block's, whatever sizes the bytes arrive in.
+    @Test func blockChecksumsAreEachBlocksWhateverTheChunks() {
+        let bytes = sampleBytes(count: (2 << 20) + 12_345, seed: 4)
+        var hasher = ObjectHasher()
+        var offset = 0
+        for size in [1, 16_384, 1 << 20, 7, 3 << 20] where offset < bytes.count {
+            let end = min(bytes.count, offset + size)
+            hasher.update(Array(bytes[offset..<end]))
+            offset = end
+        }
+        let digest = hasher.finalize()
+        #expect(
+            digest.blocks
+                == stride(from: 0, to: bytes.count, by: 1 << 20).map {
+                    CRC32C.checksum(Array(bytes[$0..<min(bytes.count, $0 + (1 << 20))]))
+                })
+        #expect(digest.crc32c == CRC32C.checksum(bytes))
+        #expect(ObjectDigest.blockCount(size: Int64(bytes.count)) == 3 && ObjectDigest.blockCount(size: 0) == 0)
+    }
+
+    /// A first start on PostgreSQL keeps its digests in `.stockroom/`, which does not exist yet:
+    /// the folder is made, so the next start hashes nothing.
+    @Test func theDigestCacheMakesItsFolder() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("digests-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.path + "/.stockroom/stockroom.digests.json"
+        let cache = DigestCache(file: file)
+        let head = S3Client.Head(size: 3, etag: "\"e\"")
+        let digest = ObjectDigest(sha256: String(repeating: "cd", count: 32), crc32c: 7, blocks: [7])
+        cache.remember(object: "s3://b/k", head: head, digest: digest)
+        cache.save(keeping: ["s3://b/k"])
+        #expect(DigestCache(file: file).digest(ofObject: "s3://b/k", head: head) == digest)
+    }
+
     @Test func anObjectsDigestsAreKeptByHeadAndAnEntryWithoutACRCIsHashedAgain() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("digests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let file = folder.path + "/digests.json"
         let head = S3Client.Head(size: 9, etag: "\"e1\"")
-        let digest = ObjectDigest(sha256: String(repeating: "ab", count: 32), crc32c: 0x0000_00FF)
+        let digest = ObjectDigest(sha256: String(repeating: "ab", count: 32), crc32c: 0x0000_00FF, blocks: [0x0000_00FF])
         let cache = DigestCache(file: file)
         cache.remember(object: "s3://b/k", head: head, digest: digest)
         try cache.saveAll()
@@ -192,6 +226,10 @@ import Testing
         #expect(reread.digest(ofObject: "s3://b/k", head: S3Client.Head(size: 10, etag: "\"e1\"")) == nil)
         let older = #"{"s3://b/k": {"object": {"size": 9, "etag": "\"e1\""}, "sha256": "\#(digest.sha256)"}}"#
         try older.write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(DigestCache(file: file).digest(ofObject: "s3://b/k", head: head) == nil)
+        // Written before ranges were checked: a CRC-32C of the whole, none per block.
+        let withoutBlocks = #"{"s3://b/k": {"object": {"size": 9, "etag": "\"e1\""}, "sha256": "\#(digest.sha256)", "crc32c": "000000ff"}}"#
+        try withoutBlocks.write(toFile: file, atomically: true, encoding: .utf8)
         #expect(DigestCache(file: file).digest(ofObject: "s3://b/k", head: head) == nil)
     }
 }

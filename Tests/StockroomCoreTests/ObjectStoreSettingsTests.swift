@@ -67,9 +67,28 @@ import Testing
         #expect(!"\(credentials)".contains("never-printed") && !"\(credentials)".contains("nor-this"))
     }
 
+    @Test func anEndpointWithCredentialsInItIsRefusedWithoutRepeatingThem() {
+        let credentials = SigV4.Credentials(accessKeyID: "KEY", secretAccessKey: "secret")
+        for bad in ["http://KEY:hunter2pass@store:8333/", "https://user:hunter2pass@store", "http://hunter2pass@store"] {
+            #expect {
+                try ObjectStoreSettings(endpoint: bad, region: "us-east-1", credentials: credentials)
+            } throws: { error in
+                let text = "\(error)"
+                return text.contains("--s3-endpoint") && text.contains("***@store") && !text.contains("hunter2pass")
+            }
+        }
+    }
+
+    @Test func everyURLInAMessageLosesItsUserInformationAndKeepsTheRest() {
+        #expect(URLText.redacted("http://KEY:SECRET@host:9000/path?q=1") == "http://***@host:9000/path?q=1")
+        #expect(URLText.redacted("not \"https://a:b@x/\" nor https://c@y") == "not \"https://***@x/\" nor https://***@y")
+        #expect(URLText.redacted("https://host/a@b") == "https://host/a@b")
+        #expect(URLText.redacted("no URL here: a@b") == "no URL here: a@b")
+    }
+
     @Test func endpointsAreCheckedAndADefaultPortIsLeftOut() throws {
         let credentials = SigV4.Credentials(accessKeyID: "KEY", secretAccessKey: "secret")
-        for bad in ["ftp://store", "https://", "https://user:pw@store", "https://store/path", "https://store?x=1", "store:9000"] {
+        for bad in ["ftp://store", "https://", "https://store/path", "https://store?x=1", "store:9000"] {
             #expect(throws: ObjectStoreSettingError.endpoint(bad)) {
                 try ObjectStoreSettings(endpoint: bad, region: "us-east-1", credentials: credentials)
             }

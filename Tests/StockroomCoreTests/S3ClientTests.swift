@@ -15,7 +15,10 @@ import Testing
         #expect(try await client.read("levels/one.bin", range: 1000...1999, ifMatch: etag) == Array(bytes[1000...1999]))
         let digest = try await client.digest("levels/one.bin", ifMatch: etag)
         #expect(digest.size == 300_000)
-        #expect(digest.digest == ObjectDigest(sha256: ByteEncoding.hex(SHA256.hash(bytes)), crc32c: CRC32C.checksum(bytes)))
+        #expect(
+            digest.digest
+                == ObjectDigest(
+                    sha256: ByteEncoding.hex(SHA256.hash(bytes)), crc32c: CRC32C.checksum(bytes), blocks: [CRC32C.checksum(bytes)]))
     }
 
     @Test func aReplacedObjectIsRefusedByItsOldETag() async throws {
@@ -95,7 +98,27 @@ import Testing
         #expect(head.size == Int64(part1.count + part2.count))
         #expect(
             try await client.digest("big.bin", ifMatch: head.etag).digest
-                == ObjectDigest(sha256: ByteEncoding.hex(SHA256.hash(part1 + part2)), crc32c: CRC32C.checksum(part1 + part2)))
+                == ObjectDigest(
+                    sha256: ByteEncoding.hex(SHA256.hash(part1 + part2)), crc32c: CRC32C.checksum(part1 + part2),
+                    blocks: (0..<5).map { _ in CRC32C.checksum(Array(part1[0..<(1 << 20)])) } + [CRC32C.checksum(part2)]))
+    }
+
+    /// `If-None-Match: *` on a PUT and on a multipart completion (S3's conditional create, which
+    /// SeaweedFS honours too): refused where an object is, and nothing replaced.
+    @Test func aConditionalCreateNeverReplacesAnObject() async throws {
+        let (_, client) = try await ScratchBucket.make()
+        let first = try await client.put("taken.bin", body: [1, 2, 3], contentType: "application/octet-stream", createOnly: true)
+        await #expect(throws: ObjectStoreError.exists(key: "taken.bin")) {
+            try await client.put("taken.bin", body: [4, 5, 6], contentType: "application/octet-stream", createOnly: true)
+        }
+        let upload = try await client.startMultipart("taken.bin", contentType: "application/octet-stream")
+        let tag = try await client.uploadPart("taken.bin", uploadID: upload, number: 1, body: [7, 8, 9])
+        await #expect(throws: ObjectStoreError.exists(key: "taken.bin")) {
+            try await client.completeMultipart("taken.bin", uploadID: upload, parts: [tag], createOnly: true)
+        }
+        await client.abortMultipart("taken.bin", uploadID: upload)
+        #expect(try await client.head("taken.bin").etag == first)
+        #expect(try await client.read("taken.bin", range: 0...2, ifMatch: nil) == [1, 2, 3])
     }
 
     @Test func aPresignedURLServesItsObjectAloneUntilItExpires() async throws {

@@ -473,12 +473,13 @@ import Testing
         #expect(pushed.contains("sha256 \(sha256)"))
         #expect(try await bucket.client.head("shop/level.pak").size == 104_857_600)
 
-        // `catalog add` with content in a bucket uploads there as well.
+        // `catalog add` with content in a bucket uploads there as well (to a key of its own: an
+        // object the catalogue does not name, as books/book.epub here, is never written over).
         _ = try await StockroomProcess.run(
             binary,
             [
                 "catalog", "add", "--product-id", DownloadFixture.book, "--file", folder.path + "/book.epub", "--title", "Book", "--type",
-                "non-consumable", "--path", "books/book.epub",
+                "non-consumable", "--path", "books/added.epub",
             ]
                 + settings, environment: bucket.store.environment)
 

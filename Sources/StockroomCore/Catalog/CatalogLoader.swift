@@ -100,7 +100,7 @@ public struct CatalogLoader: Sendable {
             }
         }
         guard problems.isEmpty else { throw CatalogError(problems) }
-        try? digests.save(keeping: hashed)
+        digests.save(keeping: hashed)
         do {
             return try ProductCatalog(products: products, watchedFiles: watched)
         } catch {

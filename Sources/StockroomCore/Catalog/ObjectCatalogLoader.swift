@@ -135,13 +135,15 @@ public struct ObjectCatalogLoader: Sendable {
                 size: head.size, sha256: digest.sha256, file: item.key)
             product.objectETag = head.etag
             product.objectCRC32C = digest.crc32c
+            product.objectBlockCRC32C = digest.blocks
+            product.objectVersionID = head.versionID
             product.sampleContentProvided = item.entry.sampleContentProvided ?? false
             products.append(product)
             watched[item.key] = head
             hashed.insert(address)
         }
         guard problems.isEmpty else { throw CatalogError(problems) }
-        try? digests.save(keeping: hashed)
+        digests.save(keeping: hashed)
         var files: [String: FileStamp] = [:]
         if case .file(let path) = catalog, let catalogStamp { files[path] = catalogStamp }
         do {

@@ -23,6 +23,12 @@ public struct Product: Sendable, Equatable, Codable {
     /// For content in a bucket, the CRC-32C of the object's bytes, computed with its SHA-256; a
     /// streamed body is checked against it. Never sent to clients.
     public var objectCRC32C: UInt32?
+    /// For content in a bucket, the CRC-32C of each `ObjectDigest.blockSize` block of the object;
+    /// every block streamed is checked against its own. Never sent to clients.
+    public var objectBlockCRC32C: [UInt32]?
+    /// For content in a versioned bucket, the version hashed (`x-amz-version-id`), which a
+    /// presigned URL names. Never sent to clients.
+    public var objectVersionID: String?
     /// Whether the app offers a free sample of this content before purchase: told to Apple
     /// with a consumption answer (`sampleContentProvided`); never sent to clients.
     public var sampleContentProvided: Bool = false
@@ -64,7 +70,7 @@ public struct Product: Sendable, Equatable, Codable {
     public var representation: ContentRepresentation {
         ContentRepresentation(
             path: file, size: size, sha256: sha256, contentType: contentType, stamp: stamp, objectETag: objectETag,
-            objectCRC32C: objectCRC32C)
+            objectCRC32C: objectCRC32C, objectBlockCRC32C: objectBlockCRC32C, objectVersionID: objectVersionID)
     }
 }
 

@@ -12,10 +12,16 @@ public struct ContentRepresentation: Sendable, Equatable {
     public var objectETag: String?
     /// For an object in a bucket, the CRC-32C computed with the SHA-256.
     public var objectCRC32C: UInt32?
+    /// For an object in a bucket, the CRC-32C of each of its `ObjectDigest.blockSize` blocks:
+    /// every block streamed (a range too) is checked against its own before a byte of it is sent.
+    public var objectBlockCRC32C: [UInt32]?
+    /// For an object in a versioned bucket, the version that was hashed: a presigned URL names it,
+    /// so a replace after the hash cannot change what the URL serves.
+    public var objectVersionID: String?
 
     public init(
         path: String, size: Int64, sha256: String, contentType: String, stamp: FileStamp? = nil, objectETag: String? = nil,
-        objectCRC32C: UInt32? = nil
+        objectCRC32C: UInt32? = nil, objectBlockCRC32C: [UInt32]? = nil, objectVersionID: String? = nil
     ) {
         self.path = path
         self.size = size
@@ -24,6 +30,8 @@ public struct ContentRepresentation: Sendable, Equatable {
         self.stamp = stamp
         self.objectETag = objectETag
         self.objectCRC32C = objectCRC32C
+        self.objectBlockCRC32C = objectBlockCRC32C
+        self.objectVersionID = objectVersionID
     }
 
     /// The strong entity tag: the file's SHA-256, so it changes exactly when the bytes do.

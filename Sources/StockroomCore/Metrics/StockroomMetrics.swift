@@ -49,11 +49,17 @@ public enum StockroomMetrics {
             switch error {
             case .missing, .noBucket: "missing"
             case .denied: "denied"
-            case .changed: "changed"
+            case .changed, .exists: "changed"
             case .unavailable: "unavailable"
             case .badAnswer: "bad_answer"
             }
         Counter(label: "stockroom_object_store_errors_total", dimensions: [("operation", operation), ("kind", kind)]).increment()
+    }
+
+    /// `stockroom_digest_cache_write_failures_total`: digest-cache writes that failed (the next
+    /// start hashes, for a bucket downloads, the content again). The log line names the file.
+    public static func digestCacheWriteFailed() {
+        Counter(label: "stockroom_digest_cache_write_failures_total").increment()
     }
 
     /// `stockroom_downloads_in_flight`: content responses being written now.

@@ -7,6 +7,8 @@ public enum ObjectStoreError: Error, Equatable, CustomStringConvertible {
     case noBucket(String)
     /// 412: the object is no longer the one hashed (its ETag moved).
     case changed(key: String)
+    /// 412 (or 409) to a conditional create: an object is already at the key.
+    case exists(key: String)
     /// 401 or 403: wrong credentials, a wrong region, or no permission on the bucket.
     case denied(status: Int, code: String?, key: String?)
     /// The store could not be reached, timed out, broke off, or answered 5xx or 429: try again.
@@ -19,6 +21,7 @@ public enum ObjectStoreError: Error, Equatable, CustomStringConvertible {
         case .missing(let key): "the object \"\(key)\" does not exist in the bucket"
         case .noBucket(let bucket): "the bucket \"\(bucket)\" does not exist"
         case .changed(let key): "the object \"\(key)\" changed since it was hashed"
+        case .exists(let key): "an object is already at \"\(key)\""
         case .denied(let status, let code, let key):
             """
             the store refused \(key.map { "\"\($0)\"" } ?? "the request") (\(status)\(code.map { " \($0)" } ?? "")): check the \

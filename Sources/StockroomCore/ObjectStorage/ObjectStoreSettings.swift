@@ -28,7 +28,7 @@ public struct ObjectStoreSettings: Sendable {
                 let host = url.host,
                 !host.isEmpty, url.user == nil, url.password == nil, url.query == nil, url.fragment == nil,
                 url.path.isEmpty || url.path == "/"
-            else { throw .endpoint(endpoint) }
+            else { throw .endpoint(URLText.redacted(endpoint)) }
             var text = "\(scheme)://\(host.contains(":") ? "[\(host)]" : host)"
             // A default port is left out, as clients leave it out of the Host they send: a
             // presigned URL signs the host as written, and `host:443` would match no request.
@@ -80,6 +80,7 @@ public struct ObjectStoreSettings: Sendable {
 
 /// Why an object-store setting was refused; never carries a secret.
 public enum ObjectStoreSettingError: Error, Equatable, CustomStringConvertible {
+    /// The endpoint as given, its user information redacted (`URLText`).
     case endpoint(String)
     case region(String)
     case addressing(String)
@@ -88,7 +89,11 @@ public enum ObjectStoreSettingError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .endpoint(let text): "--s3-endpoint must be an http or https URL with a host and no path, query or user info, not \"\(text)\""
+        case .endpoint(let text):
+            """
+            --s3-endpoint must be an http or https URL with a host and no path, query or user info (credentials go in \
+            AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), not "\(URLText.redacted(text))"
+            """
         case .region(let text): "--s3-region must be letters, digits and - (us-east-1, auto), not \"\(text)\""
         case .addressing(let text): "--s3-addressing must be path or virtual, not \"\(text)\""
         case .noCredentials(let detail): "no S3 credentials: \(detail)"

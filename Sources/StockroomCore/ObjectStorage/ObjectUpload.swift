@@ -23,8 +23,13 @@ public struct ObjectUpload: Sendable {
     }
 
     /// Uploads `path` to `key`; `progress` hears the bytes sent so far and the total after each
-    /// part. A failed multipart upload is aborted, so the store keeps no parts.
-    public func upload(_ path: String, to key: String, contentType: String, progress: @Sendable (Int64, Int64) -> Void = { _, _ in })
+    /// part. A failed multipart upload is aborted, so the store keeps no parts. With `createOnly`,
+    /// the write (the PUT, or the multipart completion) is a conditional create: it throws
+    /// `ObjectStoreError.exists` rather than replace an object already at `key`.
+    public func upload(
+        _ path: String, to key: String, contentType: String, createOnly: Bool = false,
+        progress: @Sendable (Int64, Int64) -> Void = { _, _ in }
+    )
         async throws -> Result
     {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw ObjectUploadError.unreadable(path) }
@@ -40,7 +45,7 @@ public struct ObjectUpload: Sendable {
         hasher?.update(first)
         if first.count < partSize {
             // One part: one PUT.
-            stored = try await client.put(key, body: first, contentType: contentType)
+            stored = try await client.put(key, body: first, contentType: contentType, createOnly: createOnly)
             sent = Int64(first.count)
             progress(sent, total)
         } else {
@@ -56,7 +61,7 @@ public struct ObjectUpload: Sendable {
                     part = try Self.read(handle, count: partSize)
                     hasher?.update(part)
                 }
-                stored = try await client.completeMultipart(key, uploadID: uploadID, parts: tags)
+                stored = try await client.completeMultipart(key, uploadID: uploadID, parts: tags, createOnly: createOnly)
             } catch {
                 await client.abortMultipart(key, uploadID: uploadID)
                 throw error

@@ -6,14 +6,28 @@ import Synchronization
 /// presigned URLs by `SigV4`. Every call has a timeout; a long transfer (an object hashed, a part
 /// uploaded) ends when it falls under 16 KiB/s for 30 s.
 public final class S3Client: Sendable {
-    /// Object size and the store's ETag, from a HEAD.
+    /// Object size and the store's ETag, from a HEAD; and its version, in a bucket that keeps
+    /// versions. Two heads are the same object when size and ETag agree (the same bytes stored
+    /// again under a new version are the same content); the version is not kept in the digest
+    /// cache.
     public struct Head: Sendable, Equatable, Codable {
         public var size: Int64
         public var etag: String
+        /// `x-amz-version-id`, when the bucket keeps versions (absent, or `null`, otherwise).
+        public var versionID: String?
 
-        public init(size: Int64, etag: String) {
+        public init(size: Int64, etag: String, versionID: String? = nil) {
             self.size = size
             self.etag = etag
+            self.versionID = versionID
+        }
+
+        public static func == (left: Head, right: Head) -> Bool {
+            left.size == right.size && left.etag == right.etag
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case size, etag
         }
     }
 
@@ -171,17 +185,21 @@ public final class S3Client: Sendable {
     // MARK: Writing
 
     /// Puts a small object (a catalogue, a part-sized file) in one request; returns its ETag.
-    @discardableResult
     /// With `ifMatch`, only over the object with that ETag (a catalogue two operators may edit):
-    /// `.changed` when another write came first.
-    public func put(_ key: String, body: [UInt8], contentType: String, ifMatch: String? = nil, timeout: Duration? = nil)
+    /// `.changed` when another write came first. With `createOnly`, only where no object is
+    /// (`If-None-Match: *`, S3's conditional create): `.exists` when one is.
+    @discardableResult
+    public func put(
+        _ key: String, body: [UInt8], contentType: String, ifMatch: String? = nil, createOnly: Bool = false, timeout: Duration? = nil
+    )
         async throws(ObjectStoreError)
         -> String
     {
         var headers: [(name: String, value: String)] = [("Content-Type", contentType)]
         if let ifMatch { headers.append(("If-Match", ifMatch)) }
+        if createOnly { headers.append(("If-None-Match", "*")) }
         let answer = try await send(.put, key: key, headers: headers, body: body, timeout: timeout)
-        try check(answer, key: key)
+        try check(answer, key: key, createOnly: createOnly)
         guard (200..<300).contains(answer.status), let etag = answer.headers["etag"] else {
             throw .badAnswer("\(answer.status) to a PUT of \"\(key)\"")
         }
@@ -210,17 +228,21 @@ public final class S3Client: Sendable {
         return etag
     }
 
-    /// Completes an upload from its parts' ETags, in order; returns the object's ETag.
-    public func completeMultipart(_ key: String, uploadID: String, parts: [String]) async throws(ObjectStoreError) -> String {
+    /// Completes an upload from its parts' ETags, in order; returns the object's ETag. With
+    /// `createOnly`, only where no object is (`If-None-Match: *`): `.exists` when one is.
+    public func completeMultipart(_ key: String, uploadID: String, parts: [String], createOnly: Bool = false)
+        async throws(ObjectStoreError) -> String
+    {
         var xml = "<CompleteMultipartUpload>"
         for (index, etag) in parts.enumerated() {
             xml += "<Part><PartNumber>\(index + 1)</PartNumber><ETag>\(XMLField.escape(etag))</ETag></Part>"
         }
         xml += "</CompleteMultipartUpload>"
         let query = "uploadId=\(SigV4.encode(uploadID, slash: true))"
-        let answer = try await send(
-            .post, key: key, query: query, headers: [("Content-Type", "application/xml")], body: Array(xml.utf8), timeout: .seconds(300))
-        try check(answer, key: key)
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/xml")]
+        if createOnly { headers.append(("If-None-Match", "*")) }
+        let answer = try await send(.post, key: key, query: query, headers: headers, body: Array(xml.utf8), timeout: .seconds(300))
+        try check(answer, key: key, createOnly: createOnly)
         // S3 may answer 200 with an error in the body when the completion fails late.
         guard answer.status == 200, XMLField.first("Code", in: answer.body) == nil else {
             throw .badAnswer(
@@ -248,15 +270,29 @@ public final class S3Client: Sendable {
         try check(answer, key: nil)
     }
 
+    /// Turns on the bucket's versioning (`PUT /BUCKET?versioning`): tests and first set-up. Every
+    /// write then keeps the version before it, and a presigned URL can name the version hashed.
+    public func enableVersioning() async throws(ObjectStoreError) {
+        let xml =
+            #"<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>"#
+        let answer = try await send(
+            .put, key: nil, query: "versioning=", headers: [("Content-Type", "application/xml")], body: Array(xml.utf8),
+            timeout: .seconds(30))
+        try check(answer, key: nil)
+    }
+
     // MARK: Presigning
 
-    /// A URL that lets whoever holds it GET `key`, and nothing else, for `lifetime` from `now`.
-    /// Never log it: it is a credential for that object until it expires.
-    public func presignedGET(_ key: String, lifetime: Duration, now: Date = Date()) -> URL? {
+    /// A URL that lets whoever holds it GET `key`, and nothing else, for `lifetime` from `now`;
+    /// with `versionID`, that version of it only (`?versionId=`, signed), whatever is written to
+    /// the key afterwards. Never log it: it is a credential for that object until it expires.
+    public func presignedGET(_ key: String, versionID: String? = nil, lifetime: Duration, now: Date = Date()) -> URL? {
         let (origin, _) = settings.base(bucket: bucket)
         guard let base = URL(string: origin) else { return nil }
         let signer = SigV4(credentials: settings.credentials, region: settings.region)
-        return signer.presignedURL(method: "GET", base: base, path: settings.path(bucket: bucket, key: key), expires: lifetime, date: now)
+        return signer.presignedURL(
+            method: "GET", base: base, path: settings.path(bucket: bucket, key: key), expires: lifetime, date: now,
+            query: versionID.map { [("versionId", $0)] } ?? [])
     }
 
     // MARK: The one way out
@@ -277,10 +313,12 @@ public final class S3Client: Sendable {
         }
     }
 
-    /// Maps a refusal to its error; a 2xx, 206, 304 passes.
-    private func check(_ answer: UpstreamResponse, key: String?) throws(ObjectStoreError) {
+    /// Maps a refusal to its error; a 2xx, 206, 304 passes. For a conditional create, 412 (and
+    /// AWS's 409 `ConditionalRequestConflict`, a create racing another) means an object is there.
+    private func check(_ answer: UpstreamResponse, key: String?, createOnly: Bool = false) throws(ObjectStoreError) {
         switch answer.status {
         case 200..<300, 304: return
+        case 409 where createOnly, 412 where createOnly: throw .exists(key: key ?? "")
         case 404:
             if XMLField.first("Code", in: answer.body) == "NoSuchBucket" { throw .noBucket(bucket) }
             if let key { throw .missing(key: key) }
@@ -297,7 +335,9 @@ public final class S3Client: Sendable {
             throw .badAnswer("no Content-Length for \"\(key)\"")
         }
         guard let etag = answer.headers["etag"], !etag.isEmpty, etag.utf8.count <= 256 else { throw .badAnswer("no ETag for \"\(key)\"") }
-        return Head(size: length, etag: etag)
+        // "null" is what a bucket that never kept versions (or suspended them) names its objects.
+        let version = answer.headers["x-amz-version-id"].flatMap { $0.isEmpty || $0 == "null" || $0.utf8.count > 1024 ? nil : $0 }
+        return Head(size: length, etag: etag, versionID: version)
     }
 }
 
@@ -315,7 +355,7 @@ private final class StreamHasher: @unchecked Sendable {
     }
 
     func finish() -> ObjectDigest {
-        guard let hasher = hasher.take() else { return ObjectDigest(sha256: "", crc32c: 0) }
+        guard let hasher = hasher.take() else { return ObjectDigest(sha256: "", crc32c: 0, blocks: []) }
         return hasher.finalize()
     }
 }

@@ -191,7 +191,7 @@ public enum UpstreamSetting: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .simulator: "simulator"
         case .apple: "apple"
-        case .url(let url): url
+        case .url(let url): URLText.redacted(url)
         }
     }
 }

@@ -101,7 +101,9 @@ extension Doctor {
                 ))
         } catch {
             return [
-                Finding(check: "upstream", passed: false, detail: "\(base) cannot be reached: \(error)"),
+                Finding(
+                    check: "upstream", passed: false, detail: "\(URLText.redacted(base)) cannot be reached: \(URLText.redacted("\(error)"))"
+                ),
                 Finding(check: "clock", passed: false, detail: "not compared: no answer from the upstream"),
             ]
         }
@@ -109,8 +111,8 @@ extension Doctor {
         let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
         let reached =
             response.status == 200
-            ? Finding(check: "upstream", passed: true, detail: "\(base) answered in \(milliseconds) ms")
-            : Finding(check: "upstream", passed: false, detail: "\(base) answered HTTP \(response.status)")
+            ? Finding(check: "upstream", passed: true, detail: "\(URLText.redacted(base)) answered in \(milliseconds) ms")
+            : Finding(check: "upstream", passed: false, detail: "\(URLText.redacted(base)) answered HTTP \(response.status)")
         return [reached, clock(response.headers["date"])]
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import StockroomCore
 
 /// Checks the values `NginxSite` writes into nginx's configuration: each must be one token
 /// nginx reads literally, so none can close a directive (`;`), open a block, start a comment or
@@ -85,7 +86,7 @@ public enum NginxSiteError: Error, Equatable, CustomStringConvertible {
         case .value(let flag, let text):
             switch flag {
             case "--listen": "--listen must be ADDR:PORT, [IPv6]:PORT or PORT, not \"\(text)\""
-            case "--stockroom": "--stockroom must be http(s)://host:port with no path, not \"\(text)\""
+            case "--stockroom": "--stockroom must be http(s)://host:port with no path, not \"\(URLText.redacted(text))\""
             case "--offload-prefix": OffloadSettingError.prefix(text).description
             default: "\(flag) must be an absolute path of letters, digits and / . - _ + , @ = ~ : only, not \"\(text)\""
             }
