@@ -74,12 +74,15 @@ public struct ContentResponder<Store: ContentStore>: Sendable {
                     }
                 }
                 try await writer.finish(nil)
-                await onFinish?(DeliveryReport(range: range, bytesSent: sent.load(ordering: .relaxed), complete: true))
+                await onFinish?(
+                    DeliveryReport(
+                        range: range, bytesSent: sent.load(ordering: .relaxed), ending: .complete, version: representation.etag))
             } catch {
                 // The content's own failure (the store down or cut off, bytes failing their check,
                 // the file changed) is Stockroom's side; anything else is the connection's.
                 let ending: DeliveryEnding = error is ContentError ? .server : .client
-                await onFinish?(DeliveryReport(range: range, bytesSent: sent.load(ordering: .relaxed), ending: ending))
+                await onFinish?(
+                    DeliveryReport(range: range, bytesSent: sent.load(ordering: .relaxed), ending: ending, version: representation.etag))
                 throw error
             }
         }

@@ -135,6 +135,13 @@ import Testing
         #expect(Self.report(206, sent: 10) == nil, "206 without a range")
         #expect(Self.report(206, sent: 10, range: .init(first: 0, last: 9, total: 5000)) == nil, "another file's size")
         #expect(Self.report(206, sent: 11, range: .init(first: 0, last: 9, total: 100)) == nil)
-        for status in [304, 404, 416, 500] { #expect(Self.report(status, sent: 0) == nil) }
+        for status in [304, 404, 416] { #expect(Self.report(status, sent: 0) == nil) }
+    }
+
+    @Test func nginxFailingToSendTheFileIsStockroomsSideFailing() {
+        for status in [500, 503] {
+            #expect(Self.report(status, sent: 0) == DeliveryReport(range: nil, bytesSent: 0, ending: .server))
+        }
+        #expect(Self.report(500, sent: 0, method: "HEAD") == nil)
     }
 }

@@ -7,6 +7,8 @@ public struct DeliveryReport: Sendable, Equatable {
     public var bytesSent: Int64
     /// How the body ended.
     public var ending: DeliveryEnding
+    /// The content version (its ETag) the bytes are of; nil when the reporter does not know.
+    public var version: String? = nil
 
     /// Whether the whole planned body was written.
     public var complete: Bool { ending == .complete }
@@ -19,10 +21,11 @@ public struct DeliveryReport: Sendable, Equatable {
         return range.lowerBound...min(range.upperBound, range.lowerBound + bytesSent - 1)
     }
 
-    public init(range: ClosedRange<Int64>?, bytesSent: Int64, ending: DeliveryEnding) {
+    public init(range: ClosedRange<Int64>?, bytesSent: Int64, ending: DeliveryEnding, version: String? = nil) {
         self.range = range
         self.bytesSent = bytesSent
         self.ending = ending
+        self.version = version
     }
 
     /// A report whose incomplete end was the client's.

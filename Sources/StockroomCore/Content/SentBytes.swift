@@ -20,7 +20,7 @@ public struct SentBytes: Sendable, Equatable, Codable, CustomStringConvertible {
     /// How many bytes went out (each counted once).
     public var count: Int64 {
         ranges.reduce(0) { total, range in
-            let (sum, overflow) = total.addingReportingOverflow(range.upperBound - range.lowerBound + 1)
+            let (sum, overflow) = total.addingReportingOverflow(range.count)
             return overflow ? .max : sum
         }
     }

@@ -60,7 +60,10 @@ public enum EntitlementRules {
         row.lastError = nil
         row.updatedAt = now
         if let consented = terms.customerConsented { row.customerConsented = consented }
-        if terms.countsAttempt { row.attempts += 1 }
+        if terms.countsAttempt {
+            row.attempts += 1
+            row.lastDeliveryEnding = nil  // under way until its body ends
+        }
         return .entitled(existing == nil ? purchase.insert(row) : purchase.update(row))
     }
 
@@ -72,6 +75,7 @@ public enum EntitlementRules {
         else { return nil }
         if let bound = row.appAccountToken, request.appAccountToken != bound { return nil }
         row.attempts += 1
+        row.lastDeliveryEnding = nil
         row.updatedAt = now
         purchase.update(row)
         return row
@@ -84,6 +88,7 @@ public enum EntitlementRules {
         if row.isExpired(at: now) { return .refused(.expired(transactionID: transactionID)) }
         guard row.state.isEntitled else { return .refused(.notEntitled(transactionID: transactionID, state: row.state)) }
         row.attempts += 1
+        row.lastDeliveryEnding = nil
         row.updatedAt = now
         purchase.update(row)
         return .entitled(row)
@@ -196,6 +201,11 @@ public enum EntitlementRules {
         let (sum, overflow) = row.bytesDelivered.addingReportingOverflow(report.bytesSent)
         row.bytesDelivered = overflow ? .max : sum
         var sent = row.sentBytes ?? SentBytes()
+        if let version = report.version, version != row.sentVersion {
+            // Bytes of another version of the content never add up with these.
+            if row.sentVersion != nil { sent = SentBytes() }
+            row.sentVersion = version
+        }
         if let range = report.sent { sent.add(range) }
         row.sentBytes = sent
         row.lastDeliveryEnding = report.ending

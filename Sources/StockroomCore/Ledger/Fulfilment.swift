@@ -48,7 +48,11 @@ public struct Fulfilment: Sendable, Equatable, Codable {
     /// downloaded before schema v12, when the ledger did not keep them. `delivered` means these
     /// cover the whole file.
     public var sentBytes: SentBytes? = nil
-    /// How the latest download attempt ended; nil before one ended.
+    /// The content version (its ETag) `sentBytes` are bytes of: a new version starts them afresh,
+    /// so bytes of two versions never add up to a delivery.
+    public var sentVersion: String? = nil
+    /// How the latest download attempt ended; nil while one is under way (each attempt clears
+    /// it when it starts), and before the first.
     public var lastDeliveryEnding: DeliveryEnding? = nil
     /// When a presigned URL last answered a download (`--content-delivery redirect`): the object
     /// store sends the bytes, and only the app's acknowledgement says they arrived.
@@ -59,8 +63,8 @@ public struct Fulfilment: Sendable, Equatable, Codable {
         proofKind: ProofKind, proof: String, proofDigest: String?, appAccountToken: String?, expiresAt: Date?, state: FulfilmentState,
         verifiedAt: Date?, attempts: Int, bytesDelivered: Int64, lastError: String?, createdAt: Date, updatedAt: Date, deliveredAt: Date?,
         acknowledgedAt: Date?, revokedAt: Date?, revokedByOperatorAt: Date?, revokedByRefundAt: Date?, finishedAt: Date? = nil,
-        customerConsented: Bool? = nil, eventSequence: Int? = nil, sentBytes: SentBytes? = nil, lastDeliveryEnding: DeliveryEnding? = nil,
-        handedOffAt: Date? = nil
+        customerConsented: Bool? = nil, eventSequence: Int? = nil, sentBytes: SentBytes? = nil, sentVersion: String? = nil,
+        lastDeliveryEnding: DeliveryEnding? = nil, handedOffAt: Date? = nil
     ) {
         (self.transactionID, self.originalTransactionID, self.productID, self.bundleID) = (
             transactionID, originalTransactionID, productID, bundleID
@@ -71,7 +75,9 @@ public struct Fulfilment: Sendable, Equatable, Codable {
         (self.createdAt, self.updatedAt, self.deliveredAt, self.acknowledgedAt) = (createdAt, updatedAt, deliveredAt, acknowledgedAt)
         (self.revokedAt, self.revokedByOperatorAt, self.revokedByRefundAt) = (revokedAt, revokedByOperatorAt, revokedByRefundAt)
         (self.finishedAt, self.customerConsented, self.eventSequence) = (finishedAt, customerConsented, eventSequence)
-        (self.sentBytes, self.lastDeliveryEnding, self.handedOffAt) = (sentBytes, lastDeliveryEnding, handedOffAt)
+        (self.sentBytes, self.sentVersion, self.lastDeliveryEnding, self.handedOffAt) = (
+            sentBytes, sentVersion, lastDeliveryEnding, handedOffAt
+        )
     }
 
     /// What kind of proof of purchase is stored.
@@ -96,7 +102,8 @@ public struct Fulfilment: Sendable, Equatable, Codable {
         case proofDigest = "proof_digest", appAccountToken = "app_account_token", expiresAt = "expires_at"
         case revokedByOperatorAt = "revoked_by_operator_at", revokedByRefundAt = "revoked_by_refund_at"
         case finishedAt = "finished_at", customerConsented = "customer_consented", eventSequence = "event_sequence"
-        case sentBytes = "sent_bytes", lastDeliveryEnding = "last_delivery_ending", handedOffAt = "handed_off_at"
+        case sentBytes = "sent_bytes", sentVersion = "sent_version", lastDeliveryEnding = "last_delivery_ending"
+        case handedOffAt = "handed_off_at"
     }
 }
 

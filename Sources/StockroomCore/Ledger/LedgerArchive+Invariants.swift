@@ -107,6 +107,7 @@ extension LedgerArchive {
             row.revokedByOperatorAt = row.revokedByOperatorAt.map(round)
             row.revokedByRefundAt = row.revokedByRefundAt.map(round)
             row.finishedAt = row.finishedAt.map(round)
+            row.handedOffAt = row.handedOffAt.map(round)
             return row
         }
         copy.attempts = attempts.map {

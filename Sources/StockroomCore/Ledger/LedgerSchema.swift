@@ -235,6 +235,7 @@ public enum LedgerSchema {
                 version: 12, name: "v12: which bytes of each purchase went out, and how its last download ended",
                 statements: [
                     "ALTER TABLE fulfilments ADD COLUMN sent_bytes TEXT",
+                    "ALTER TABLE fulfilments ADD COLUMN sent_version TEXT",
                     "ALTER TABLE fulfilments ADD COLUMN last_delivery_ending TEXT "
                         + "CHECK (last_delivery_ending IN ('complete', 'client', 'server'))",
                     "ALTER TABLE fulfilments ADD COLUMN handed_off_at \(time)",

@@ -6,8 +6,8 @@ import Foundation
 extension Delivery {
     /// `POST /v1/downloads/{tx}/ack` for a file in place, then the report. The server records a
     /// delivery just after the body went out, so a quick ack can meet 409 `not_delivered`: it is
-    /// asked again a few times, and once the bytes the server has no record of sending are
-    /// fetched again (it records a delivery only once every byte went out, and a cut transfer may
+    /// asked again a few times, and once (at the fifth, past the time a report takes to land) the
+    /// bytes the server has no record of sending are fetched again (it records a delivery only once every byte went out, and a cut transfer may
     /// have brought the app bytes the server could not count).
     func acknowledge(_ entry: inout JournalEntry) async -> DeliveryOutcome {
         var notDelivered = 0
@@ -58,7 +58,7 @@ extension Delivery {
             }
             if status == 409, code == "not_delivered" {
                 notDelivered += 1
-                if notDelivered == 3 { await fetchUnrecorded(entry) }
+                if notDelivered == 5 { await fetchUnrecorded(entry) }
                 if notDelivered > 20 {
                     return settle(
                         &entry,
@@ -128,7 +128,13 @@ extension Delivery {
             var request = URLRequest(url: target)
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
             request.setValue("bytes=\(range.lowerBound)-\(range.upperBound)", forHTTPHeaderField: "Range")
-            let result = await transport.send(request) { response in response.statusCode == 206 ? .discard : .memory(limit: 64 << 10) }
+            let length = range.upperBound - range.lowerBound + 1
+            let expected = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
+            // Only the range asked for, and no more of it than its length.
+            let result = await transport.send(request) { response in
+                response.statusCode == 206 && response.value(forHTTPHeaderField: "Content-Range") == expected
+                    ? .discard(limit: length) : .stop
+            }
             emitResponse(entry.transactionID, "GET", location, rangeStart: range.lowerBound, result)
             guard result.complete, result.response?.statusCode == 206 else { return }
         }

@@ -20,6 +20,8 @@
         private var head = ResponseHead()
         private var response: HTTPURLResponse?
         private var disposition: BodyDisposition?
+        /// Bytes read and dropped (`.discard`).
+        private var discarded: Int64 = 0
         private var body = Data()
         private var failure: (any Error)?
         private var stopped = false
@@ -177,8 +179,12 @@
                     return false
                 }
                 body.append(contentsOf: bytes)
-            case .discard:
-                break
+            case .discard(let limit):
+                discarded += Int64(bytes.count)
+                guard discarded <= limit else {
+                    failure = URLError(.dataLengthExceedsMaximum)
+                    return false
+                }
             case .stop:
                 stopped = true
                 return false

@@ -9,9 +9,9 @@ enum BodyDisposition: Sendable {
     case file(BodyFile)
     /// Keep up to `limit` bytes in memory (JSON answers, error bodies).
     case memory(limit: Int)
-    /// Read the body to its end and keep none of it: bytes the app holds already, sent again so
-    /// that the server records them.
-    case discard
+    /// Read the body to its end and keep none of it, at most `limit` bytes (more fails the
+    /// transfer): bytes the app holds already, sent again so that the server records them.
+    case discard(limit: Int64)
     /// Stop the transfer: the head said all that was needed.
     case stop
     /// Stop the transfer: the body has nowhere to go.
@@ -205,8 +205,11 @@ final class HTTPTransport: NSObject, URLSessionDataDelegate, @unchecked Sendable
                 transfer.failure = URLError(.dataLengthExceedsMaximum)
                 dataTask.cancel()
             }
-        case .discard:
-            break
+        case .discard(let limit):
+            if transfer.received > limit {
+                transfer.failure = URLError(.dataLengthExceedsMaximum)
+                dataTask.cancel()
+            }
         case .stop:
             transfer.stopped = true
             dataTask.cancel()

@@ -23,6 +23,9 @@ public struct ServerCallSender: Service, CustomStringConvertible {
     static let lease: TimeInterval = 60
     /// Past this many failed tries a call is given up (about four days at the hourly cap).
     static let maximumAttempts = 100
+    /// How long a consumption answer waits for a download under way to report its end: Apple
+    /// expects the answer within 12 hours of its request.
+    static let consumptionPatience: TimeInterval = 11 * 3600
 
     public var description: String { "ServerCallSender" }
 
@@ -129,6 +132,12 @@ public struct ServerCallSender: Service, CustomStringConvertible {
         switch answer {
         case .withhold(let reason):
             return .skipped(reason: "no consumption answer: \(reason)")
+        case .notYet(let reason):
+            // Apple waits 12 hours for an answer: asked again each minute until 11 have passed.
+            guard Date().timeIntervalSince(call.createdAt) < Self.consumptionPatience else {
+                return .skipped(reason: "no consumption answer: \(reason), for 11 hours")
+            }
+            return .retry(error: "not yet: \(reason)", retryAt: Date().addingTimeInterval(60))
         case .send(let information):
             guard information.customerConsented else { return .refused(error: "refused (HTTP 0): no customer consent on record") }
             let body = (try? JSONEncoder.sorted.encode(information)).map { String(decoding: $0, as: UTF8.self) }

@@ -26,10 +26,11 @@ struct OffloadDeliveryRecorder: Sendable {
                 logger.notice("delivery report for a product no longer in the catalogue ignored", metadata: metadata)
                 return
             }
-            guard let report = Self.report(for: line, fileSize: product.size) else {
+            guard var report = Self.report(for: line, fileSize: product.size) else {
                 if line.method != "HEAD" { logger.notice("delivery report that does not match the file ignored", metadata: metadata) }
                 return
             }
+            report.version = product.representation.etag
             StockroomMetrics.bytesStreamed(report.bytesSent)
             try await ledger.recordDelivery(line.transactionID, report: report, fileSize: product.size, now: Date())
         } catch {
@@ -45,6 +46,9 @@ struct OffloadDeliveryRecorder: Sendable {
         guard line.method != "HEAD", fileSize >= 0 else { return nil }
         let range: ClosedRange<Int64>?
         switch line.status {
+        case 500...599:
+            // nginx could not send the file (it could not read it): Stockroom's side failed.
+            return DeliveryReport(range: nil, bytesSent: 0, ending: .server)
         case 200:
             range = fileSize > 0 ? 0...(fileSize - 1) : nil
         case 206:

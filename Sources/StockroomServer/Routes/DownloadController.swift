@@ -78,9 +78,9 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
         do {
             prepared = try await prepare(product)
         } catch let failure as ContentError {
-            // The token names an entitled download that Stockroom's side could not serve: that
-            // is kept, so a refund request is told the truth about who stopped the delivery.
-            await recordFailure(transactionID, product: product, logger: context.logger)
+            // The token names a download that Stockroom's side could not serve: kept (once), so a
+            // refund request is told the truth about who stopped the delivery.
+            await recordFailure(transactionID, product: product, request: request, logger: context.logger)
             throw failure
         }
         let purchase = handsOff ? nil : try await entitlements.ledger.fulfilment(transactionID)?.originalTransactionID
@@ -191,10 +191,27 @@ struct DownloadController<Context: ClientAddressContext & ConnectionContext, Sto
     }
 
     /// Records that an authorised download of `transactionID` failed on Stockroom's side before
-    /// its body began (the content could not be read); a ledger that cannot record it is logged.
-    private func recordFailure(_ transactionID: String, product: Product, logger: Logger) async {
-        let report = DeliveryReport(range: nil, bytesSent: 0, ending: .server)
+    /// its body began (the content could not be read). Only what stopped a delivery counts: a
+    /// GET, for a purchase entitled and not yet delivered, of this product, asking for bytes the
+    /// ledger has not recorded as sent; and once, not per request (a failure already on record
+    /// writes nothing), so a flood of resumes during an outage costs reads, not writes. A ledger
+    /// that cannot record it is logged.
+    private func recordFailure(_ transactionID: String, product: Product, request: Request, logger: Logger) async {
+        guard request.method == .get else { return }
         do {
+            // With a presigned URL handed out already, the store may have sent it all: the answer
+            // is withheld whatever fails now, so nothing is written.
+            guard let row = try await entitlements.ledger.fulfilment(transactionID), row.state == .verified,
+                row.productID == product.productId, row.lastDeliveryEnding != .server, row.handedOffAt == nil
+            else { return }
+            if case .partial(let asked) = ContentPlan(fields: request.headers, representation: product.representation),
+                row.sentVersion == product.representation.etag, let sent = row.sentBytes
+            {
+                var with = sent
+                with.add(asked)
+                if with == sent { return }  // every byte it asks for went out already
+            }
+            let report = DeliveryReport(range: nil, bytesSent: 0, ending: .server, version: product.representation.etag)
             try await entitlements.ledger.recordDelivery(transactionID, report: report, fileSize: product.size, now: entitlements.now())
         } catch {
             logger.error("could not record a failed download", metadata: ["transaction": .string(transactionID), "error": "\(error)"])
