@@ -7,8 +7,9 @@ extension Delivery {
     /// `POST /v1/downloads/{tx}/ack` for a file in place, then the report. The server records a
     /// delivery just after the body went out, so a quick ack can meet 409 `not_delivered`: it is
     /// asked again a few times, and once (at the fifth, past the time a report takes to land) the
-    /// bytes the server has no record of sending are fetched again (it records a delivery only once every byte went out, and a cut transfer may
-    /// have brought the app bytes the server could not count).
+    /// bytes the server has no record of sending are fetched again (it records a delivery only
+    /// once every byte went out, and a cut transfer may have brought the app bytes the server
+    /// could not count).
     func acknowledge(_ entry: inout JournalEntry) async -> DeliveryOutcome {
         var notDelivered = 0
         var transportFailures = 0
