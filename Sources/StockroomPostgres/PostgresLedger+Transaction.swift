@@ -54,9 +54,13 @@ extension PostgresLedger {
             try wait { try await ledger.fetch(statement, as: type, on: connection, locking: locking) }
         }
 
-        func lock(_ key: String) throws {
+        func lock(_ key: String, shared: Bool) throws {
             try wait {
-                try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))", logger: ledger.logger).drain()
+                let query: PostgresQuery =
+                    shared
+                    ? "SELECT pg_advisory_xact_lock_shared(hashtextextended(\(key), 0))"
+                    : "SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))"
+                try await connection.query(query, logger: ledger.logger).drain()
             }
         }
 

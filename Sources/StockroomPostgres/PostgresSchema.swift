@@ -15,11 +15,14 @@ enum PostgresSchema {
     struct NewerSchema: Error, CustomStringConvertible {
         let version: Int
         var description: String {
-            "the ledger's schema is at version \(version), newer than this Stockroom knows (\(PostgresSchema.migrations.count))"
+            "the ledger's schema is at version \(version), newer than this Stockroom knows (\(PostgresSchema.newest))"
         }
     }
 
     static let migrations = LedgerSchema.migrations(.postgres)
+    /// The newest version this Stockroom knows (versions are numbered, not counted: one may be
+    /// another branch's, merged in between).
+    static let newest = migrations.map(\.version).max() ?? 0
 
     /// Applies every migration `connection`'s database lacks, holding the lock meanwhile;
     /// returns the versions applied.
@@ -47,7 +50,7 @@ enum PostgresSchema {
         for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger).decode(Int.self) {
             known.insert(version)
         }
-        if let newest = known.max(), newest > migrations.count { throw NewerSchema(version: newest) }
+        if let version = known.max(), version > newest { throw NewerSchema(version: version) }
         var applied: [Int] = []
         for migration in migrations where !known.contains(migration.version) {
             try await connection.withTransaction(logger: logger) { connection in

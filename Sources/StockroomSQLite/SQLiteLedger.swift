@@ -47,7 +47,7 @@ public struct SQLiteLedger: Ledger, LedgerStatementRunner {
             try SQLiteLedger.fetch(statement, as: type, db)
         }
 
-        func lock(_ key: String) throws {}
+        func lock(_ key: String, shared: Bool) throws {}
     }
 
     // MARK: Statements

@@ -421,6 +421,14 @@ final class WebhookReceiver: @unchecked Sendable {
         }
     }
 
+    /// The queue's gauges are counted every second while counting is quick; behind a backlog whose
+    /// count takes long, they rest 99 times as long as it took, so counting is 1 % of the time.
+    @Test func theQueuesGaugesAreCountedLessOftenBehindALongBacklog() {
+        #expect(WebhookSender.gaugesRest(afterCounting: .milliseconds(2)) == .zero)
+        #expect(WebhookSender.gaugesRest(afterCounting: .milliseconds(10)) == .zero)
+        #expect(WebhookSender.gaugesRest(afterCounting: .milliseconds(500)) == .milliseconds(49_500))
+    }
+
     /// An endpoint given by URL is named by that URL, whatever others come and go; listings show
     /// its scheme, host and port, never its path, query or user information.
     @Test func aURLEndpointKeepsItsNameAndShowsNoCredential() throws {

@@ -66,13 +66,16 @@ extension LedgerStatement {
     }
 
     /// Holds until `until` up to `limit` due deliveries to `endpoint`, each the first queued of its
-    /// transaction for that endpoint, oldest first; returns them.
+    /// transaction for that endpoint, oldest first; returns them. Only the first in line of each
+    /// are read (`head_of_line`, in the index of those): what waits behind one costs nothing here,
+    /// however many there are. The order is still checked, row by row, on what is leased.
     static func leaseWebhookDeliveries(endpoint: String, limit: Int, until: Date, now: Date, _ dialect: LedgerDialect) -> LedgerStatement {
         LedgerStatement(
             """
             UPDATE webhook_deliveries SET leased_until = ?1 WHERE id IN
               (SELECT d.id FROM webhook_deliveries d
-               WHERE d.endpoint = ?4 AND d.status = 'queued' AND d.due_at <= ?2 AND (d.leased_until IS NULL OR d.leased_until <= ?2)
+               WHERE d.endpoint = ?4 AND d.status = 'queued' AND d.head_of_line AND d.due_at <= ?2
+                 AND (d.leased_until IS NULL OR d.leased_until <= ?2)
                  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint = d.endpoint
                    AND e.transaction_id = d.transaction_id AND e.sequence < d.sequence AND e.status = 'queued')
                ORDER BY d.due_at, d.id LIMIT ?3\(dialect.skipLocked))
@@ -80,14 +83,39 @@ extension LedgerStatement {
             """, [until, now, max(0, limit), endpoint])
     }
 
-    /// Whether any delivery to `endpoint` is due (`count` 0 or 1): an idle queue is only read.
+    /// Whether any delivery to `endpoint` first in line is due and free (`count` 0 or 1): an idle
+    /// queue is only read, from the index of those first in line. In its order: PostgreSQL, which
+    /// weighs each condition apart, would otherwise expect the first row a table scan meets to be
+    /// due (most queued deliveries are due by their own time, but not first in line).
     static func dueWebhookDeliveries(endpoint: String, now: Date) -> LedgerStatement {
         LedgerStatement(
             """
-            SELECT COUNT(*) AS count FROM (SELECT 1 FROM webhook_deliveries WHERE status = 'queued' AND due_at <= ?1 AND endpoint = ?2
-              LIMIT 1) AS due
+            SELECT COUNT(*) AS count FROM (SELECT 1 FROM webhook_deliveries WHERE endpoint = ?2 AND status = 'queued' AND head_of_line
+              AND due_at <= ?1 AND (leased_until IS NULL OR leased_until <= ?1) ORDER BY due_at LIMIT 1) AS due
             """, [now, endpoint])
     }
+
+    /// Marks, among the deliveries to `endpoint` of `transactionID` (a line), the first queued (no
+    /// earlier one of the line queued) as `head_of_line` and no other: what every change to the
+    /// line ends with (a delivery queued, settled, parked, queued again). Only a row whose mark is
+    /// wrong is written; the line is found by its own index, whatever the queue holds.
+    static func markHeadOfLine(endpoint: String, transactionID: String) -> LedgerStatement {
+        LedgerStatement(
+            "UPDATE webhook_deliveries SET head_of_line = NOT head_of_line WHERE endpoint = ?1 AND transaction_id = ?2 AND \(wrongMark)",
+            [endpoint, transactionID])
+    }
+
+    /// The same for every line: after an import, whose rows carry no mark.
+    static var markEveryHeadOfLine: LedgerStatement {
+        LedgerStatement("UPDATE webhook_deliveries SET head_of_line = NOT head_of_line WHERE \(wrongMark)", [])
+    }
+
+    /// Whether a delivery's mark is wrong: it is first in line when it is queued and no delivery of
+    /// its line earlier in its transaction's sequence is.
+    private static let wrongMark = """
+        head_of_line <> (status = 'queued' AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint = webhook_deliveries.endpoint
+          AND e.transaction_id = webhook_deliveries.transaction_id AND e.sequence < webhook_deliveries.sequence AND e.status = 'queued'))
+        """
 
     /// Whether any event waits to be fanned out (`count` 0 or 1).
     static var eventsToFanOut: LedgerStatement {
@@ -138,24 +166,24 @@ extension LedgerStatement {
             then: "ORDER BY d.id DESC LIMIT ?", [max(0, query.limit)])
     }
 
-    /// Queues a delivery again, due now, its tries counted afresh.
+    /// Queues a delivery again, due now, its tries counted afresh; returns its line.
     static func redeliver(_ id: Int64, now: Date) -> LedgerStatement {
         LedgerStatement(
             """
             UPDATE webhook_deliveries SET status = 'queued', attempts = 0, due_at = ?2, leased_until = NULL, updated_at = ?2,
               sent_at = NULL, created_at = ?2
-            WHERE id = ?1 AND status IN ('parked', 'sent') RETURNING 1
+            WHERE id = ?1 AND status IN ('parked', 'sent') RETURNING endpoint, transaction_id
             """, [id, now])
     }
 
     /// Per endpoint and status, how many deliveries, and the oldest one's time; sent ones only
-    /// when `countingSent`.
+    /// when `countingSent`. Without them, read from the index of status, endpoint and time alone.
     static func webhookStats(countingSent: Bool) -> LedgerStatement {
         LedgerStatement(
             """
             SELECT endpoint, status, COUNT(*) AS count, MIN(created_at) AS oldest FROM webhook_deliveries
-            WHERE status IN ('queued', 'parked') OR ?1 GROUP BY endpoint, status
-            """, [countingSent])
+            \(countingSent ? "" : "WHERE status IN ('queued', 'parked') ")GROUP BY endpoint, status
+            """, [])
     }
 
     /// Up to `limit` events written before `before` with no delivery queued, oldest first.
@@ -177,14 +205,29 @@ extension LedgerStatement {
         ]
     }
 
-    /// Parks the deliveries queued before `before` to endpoints not in `endpoints`.
+    /// Parks the deliveries queued before `before` to endpoints not in `endpoints`; returns their lines.
     static func parkAbandoned(keeping endpoints: [String], queuedBefore before: Date, now: Date) -> LedgerStatement {
         let kept = endpoints.indices.map { "?\($0 + 4)" }.joined(separator: ", ")
         return LedgerStatement(
             """
             UPDATE webhook_deliveries SET status = 'parked', leased_until = NULL, last_error = ?3, updated_at = ?2
-            WHERE status = 'queued' AND created_at < ?1\(endpoints.isEmpty ? "" : " AND endpoint NOT IN (\(kept))") RETURNING 1
+            WHERE status = 'queued' AND created_at < ?1\(endpoints.isEmpty ? "" : " AND endpoint NOT IN (\(kept))")
+            RETURNING endpoint, transaction_id
             """, [before, now, "the endpoint is no longer configured"] + endpoints)
+    }
+}
+
+/// A line of deliveries: one endpoint's of one transaction, sent in the transaction's order.
+struct DeliveryLine: LedgerRecord, Hashable {
+    var endpoint: String
+    var transactionID: String
+
+    init(endpoint: String, transactionID: String) {
+        (self.endpoint, self.transactionID) = (endpoint, transactionID)
+    }
+
+    init(row: some LedgerCells) throws {
+        (endpoint, transactionID) = (try row["endpoint"], try row["transaction_id"])
     }
 }
 
@@ -251,6 +294,20 @@ extension EventOutbox where Self: LedgerStatementRunner {
     /// How long a queued delivery this build cannot read is set aside before it is leased again.
     static var unreadableDeliveryRest: TimeInterval { 3600 }
 
+    /// The lock of the lines' marks (`head_of_line`): the fan-out takes it alone, and what settles,
+    /// parks or queues a delivery again takes it shared. On PostgreSQL each statement reads what
+    /// was committed when it began: a fan-out that saw an earlier delivery still queued, and a
+    /// settlement that did not yet see the fan-out's new one, would leave that one unmarked,
+    /// never leased.
+    static var linesLock: String { "webhooks:fan-out" }
+
+    /// Marks each of `lines` afresh.
+    private static func markHeadsOfLine(_ lines: some Sequence<DeliveryLine>, _ transaction: any LedgerTransaction) throws {
+        for line in Set(lines) {
+            try transaction.execute(.markHeadOfLine(endpoint: line.endpoint, transactionID: line.transactionID))
+        }
+    }
+
     public func events(of transactionID: String, limit: Int) async throws -> [LedgerEvent] {
         try await fetch(.events(of: transactionID, limit: limit), as: LedgerEvent.self)
     }
@@ -269,17 +326,21 @@ extension EventOutbox where Self: LedgerStatementRunner {
         return try await transaction { transaction in
             // One fan-out at a time: two instances marking the same events would queue nothing twice
             // (the deliveries are unique), but one must not pass over an event the other holds.
-            try transaction.lock("webhooks:fan-out")
+            try transaction.lock(Self.linesLock)
             let events = try transaction.fetch(.markFannedOut(limit: limit, before: before, dialect), as: FannedOutEvent.self)
+            var lines: [DeliveryLine] = []
             for event in events.sorted(by: { $0.id < $1.id }) {
                 for endpoint in endpoints {
                     let delivery = WebhookDelivery(
                         id: nil, event: event.id, endpoint: endpoint, transactionID: event.transactionID, sequence: event.sequence,
                         status: .queued, attempts: 0, dueAt: now, leasedUntil: nil, lastError: nil, lastStatus: nil, createdAt: now,
                         updatedAt: now, sentAt: nil)
-                    try transaction.execute(.queue(delivery))
+                    if try transaction.execute(.queue(delivery)) > 0 {
+                        lines.append(DeliveryLine(endpoint: endpoint, transactionID: event.transactionID))
+                    }
                 }
             }
+            try Self.markHeadsOfLine(lines, transaction)
             return events.count
         }
     }
@@ -313,6 +374,7 @@ extension EventOutbox where Self: LedgerStatementRunner {
 
     public func completeWebhookDelivery(_ id: Int64, _ result: WebhookDeliveryResult, lease: Date?, now: Date) async throws {
         try await transaction { transaction in
+            try transaction.lock(Self.linesLock, shared: true)
             guard var delivery = try transaction.fetch(.webhookDelivery(id), as: WebhookDelivery.self, locking: true).first,
                 delivery.status == .queued
             else { return }
@@ -320,6 +382,10 @@ extension EventOutbox where Self: LedgerStatementRunner {
             if let lease, abs((delivery.leasedUntil ?? .distantPast).timeIntervalSince(lease)) > 0.002 { return }
             delivery.apply(result, now: now)
             try transaction.execute(.settle(delivery))
+            // Out of the queue: the next of its line is first now.
+            if delivery.status != .queued {
+                try Self.markHeadsOfLine([DeliveryLine(endpoint: delivery.endpoint, transactionID: delivery.transactionID)], transaction)
+            }
         }
     }
 
@@ -328,7 +394,13 @@ extension EventOutbox where Self: LedgerStatementRunner {
     }
 
     public func redeliver(_ id: Int64, now: Date) async throws -> Bool {
-        try await execute(.redeliver(id, now: now)) == 1
+        try await transaction { transaction in
+            try transaction.lock(Self.linesLock, shared: true)
+            // Queued again, it may come before the one first in its line until now.
+            let lines = try transaction.fetch(.redeliver(id, now: now), as: DeliveryLine.self)
+            try Self.markHeadsOfLine(lines, transaction)
+            return lines.count == 1
+        }
     }
 
     public func webhookStats(endpoints: [String], countingSent: Bool) async throws -> [WebhookQueueStats] {
@@ -359,6 +431,12 @@ extension EventOutbox where Self: LedgerStatementRunner {
     }
 
     public func parkAbandonedDeliveries(keeping endpoints: [String], queuedBefore before: Date, now: Date) async throws -> Int {
-        try await execute(.parkAbandoned(keeping: endpoints, queuedBefore: before, now: now))
+        try await transaction { transaction in
+            try transaction.lock(Self.linesLock, shared: true)
+            // What was queued since in the same lines (another instance may still send them) is first now.
+            let lines = try transaction.fetch(.parkAbandoned(keeping: endpoints, queuedBefore: before, now: now), as: DeliveryLine.self)
+            try Self.markHeadsOfLine(lines, transaction)
+            return lines.count
+        }
     }
 }

@@ -243,6 +243,29 @@ public enum LedgerSchema {
                     // this version are not known (NULL), and a consumption answer says so.
                     "UPDATE fulfilments SET sent_bytes = '' WHERE attempts = 0 AND bytes_delivered = 0",
                 ]),
+            Migration(
+                version: 13, name: "v13: a delivery first in line for its endpoint and transaction is marked, and only those are leased",
+                statements: [
+                    // Without it a lease read every queued delivery due by its own time, and all
+                    // but the first of each transaction waited behind an earlier one: behind a
+                    // dead receiver, the whole backlog, every second, under the write lock.
+                    "ALTER TABLE webhook_deliveries ADD COLUMN head_of_line BOOLEAN NOT NULL DEFAULT FALSE",
+                    """
+                    UPDATE webhook_deliveries SET head_of_line = TRUE WHERE status = 'queued'
+                      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint = webhook_deliveries.endpoint
+                        AND e.transaction_id = webhook_deliveries.transaction_id AND e.sequence < webhook_deliveries.sequence
+                        AND e.status = 'queued')
+                    """,
+                    """
+                    CREATE INDEX webhook_deliveries_heads_on_endpoint_due_at ON webhook_deliveries (endpoint, due_at, id)
+                      WHERE status = 'queued' AND head_of_line
+                    """,
+                    // The queue's gauges count it by status and endpoint, and the park of what
+                    // waits for an endpoint no longer configured reads it by status and time: from
+                    // the index alone. Nothing reads the queue by status and due time any more.
+                    "DROP INDEX webhook_deliveries_on_status_due_at",
+                    "CREATE INDEX webhook_deliveries_on_status_endpoint_created_at ON webhook_deliveries (status, endpoint, created_at)",
+                ]),
         ]
     }
 

@@ -13,12 +13,18 @@ public protocol LedgerTransaction {
     func fetch<Record: LedgerRecord>(_ statement: LedgerStatement, as type: Record.Type, locking: Bool) throws -> [Record]
 
     /// Takes the lock named `key` until the transaction ends, so that flows under one key run one
-    /// at a time across connections and instances (PostgreSQL's advisory lock). SQLite's one
-    /// writer is every lock already: its transaction takes none.
-    func lock(_ key: String) throws
+    /// at a time across connections and instances (PostgreSQL's advisory lock); `shared`, flows
+    /// that take it shared run together, but never while one holds it alone. SQLite's one writer
+    /// is every lock already: its transaction takes none.
+    func lock(_ key: String, shared: Bool) throws
 }
 
 extension LedgerTransaction {
+    /// Takes the lock named `key`, alone, until the transaction ends.
+    func lock(_ key: String) throws {
+        try lock(key, shared: false)
+    }
+
     func fetch<Record: LedgerRecord>(_ statement: LedgerStatement, as type: Record.Type) throws -> [Record] {
         try fetch(statement, as: type, locking: false)
     }
@@ -149,6 +155,8 @@ extension LedgerStatementRunner {
             }
             for statement in archive.insertions { try transaction.execute(statement) }
             for statement in LedgerStatement.continueIdentities(dialect) { try transaction.execute(statement) }
+            // An archive carries no line's mark: each is read from the queue it holds.
+            try transaction.execute(.markEveryHeadOfLine)
         }
     }
 }

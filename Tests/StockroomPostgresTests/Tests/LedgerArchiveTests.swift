@@ -58,6 +58,9 @@ import Testing
                 #expect(try await target.storedNotification("n-1")?.signedPayload == "a.b.c")
                 #expect(try await target.serverCalls(ServerCallListQuery()).map(\.requestedBy) == ["n-2"])
                 #expect(try await target.fulfilment("7")?.state == .revoked)
+                // An archive carries no line's mark: the import marks each line's first, and the queue goes on.
+                let leased = try await target.leaseWebhookDeliveries(endpoint: "backend", limit: 10, until: Self.now + 60, now: Self.now)
+                #expect(leased.map { "\($0.delivery.transactionID)#\($0.delivery.sequence)" }.sorted() == ["1#1", "7#1"])
                 let error = await #expect(throws: LedgerArchive.Malformed.self) { try await target.restore(archive) }
                 #expect(error?.description.contains("not empty") == true)
             }
