@@ -126,11 +126,16 @@ import Testing
             #expect(intact)
             let requests = events.requests
             // 6 s of token is time enough on a loaded machine (3 s was not once: a second 401 and POST).
-            #expect(requests.count == 4, "\(requests)")
-            #expect(requests.first?.hasPrefix("GET 401 from ") == true, "the old token is refused")
+            #expect(requests.first?.hasPrefix("GET 401 from ") == true, "the old token is refused \(requests)")
             #expect(requests.dropFirst().first == "POST 200", "a new POST with the stored proof")
             #expect(requests.dropFirst(2).first?.hasPrefix("GET 206 from ") == true, "then the resume with the new token")
             #expect(requests.last == "ack 200")
+            // The cut may have left the app bytes the server could not count: then the acks meet
+            // 409 until the app asks what the server recorded and fetches the rest once.
+            let settling = requests.dropFirst(3).dropLast()
+            #expect(settling.allSatisfy { $0 == "ack 409" || $0 == "GET 200" || $0.hasPrefix("GET 206 from ") }, "\(requests)")
+            #expect(settling.filter { $0 == "ack 409" }.count <= 5, "\(requests)")
+            #expect(settling.filter { $0 == "GET 200" }.count <= 1, "the record asked for once")
             #expect(try await fixture.state(purchase.transactionID) == .acknowledged)
         }
     }

@@ -30,6 +30,16 @@ import Testing
         configuration.objectPollInterval = .milliseconds(200)
     }
 
+    /// Stream mode from a scripted store on `port` (bucket `fakebucket`, any credentials).
+    static func streaming(fromScriptedStoreOn port: Int) -> @Sendable (inout ServerConfiguration) -> Void {
+        { configuration in
+            configuration.contentFolder = "s3://fakebucket/shop"
+            configuration.objectStore = try? ObjectStoreSettings(
+                endpoint: "http://127.0.0.1:\(port)", region: "us-east-1", credentials: .init(accessKeyID: "AKID", secretAccessKey: "secret"))
+            configuration.contentDelivery = .stream
+        }
+    }
+
     /// What the simulator (Apple) knows of a transaction.
     static func apple(_ fixture: DownloadFixture, _ transactionID: String) async throws -> [String: Any] {
         let response = try await fixture.control.client.execute(uri: "/sim/transactions/\(transactionID)", method: .get)
@@ -181,13 +191,7 @@ import Testing
             """)
         try await DownloadFixture.run(
             engine: .sqlite,
-            { configuration in
-                configuration.contentFolder = "s3://fakebucket/shop"
-                configuration.objectStore = try? ObjectStoreSettings(
-                    endpoint: "http://127.0.0.1:\(storePort)", region: "us-east-1",
-                    credentials: .init(accessKeyID: "AKID", secretAccessKey: "secret"))
-                configuration.contentDelivery = .stream
-            }
+            Self.streaming(fromScriptedStoreOn: storePort)
         ) { fixture in
             let purchase = try await fixture.control.purchase(DownloadFixture.book)
             let claimed = try await fixture.post(purchase)
