@@ -35,7 +35,8 @@ import Testing
         { configuration in
             configuration.contentFolder = "s3://fakebucket/shop"
             configuration.objectStore = try? ObjectStoreSettings(
-                endpoint: "http://127.0.0.1:\(port)", region: "us-east-1", credentials: .init(accessKeyID: "AKID", secretAccessKey: "secret"))
+                endpoint: "http://127.0.0.1:\(port)", region: "us-east-1",
+                credentials: .init(accessKeyID: "AKID", secretAccessKey: "secret"))
             configuration.contentDelivery = .stream
         }
     }
